@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["node/test/**/*.test.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // Integration suites share one Postgres/Redis/Kafka; files run in parallel
+    // but each test isolates itself with its own schema, key prefix and topics.
+    fileParallelism: true,
+  },
+});
