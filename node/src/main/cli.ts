@@ -1,4 +1,7 @@
-import { Command } from "commander";
+import { Command, InvalidArgumentError } from "commander";
+import { systemClock } from "../adapters/clock/system-clock.js";
+import { createLogger } from "../adapters/logging/logger.js";
+import { type Config, resolveConfig } from "../config/config.js";
 
 /** The composition root of the `chronofence` command: each subcommand wires its own adapters. */
 export async function main(argv: string[]): Promise<void> {
@@ -16,5 +19,126 @@ export async function main(argv: string[]): Promise<void> {
       await runTimerDemo(Number(opts.count));
     });
 
+  program
+    .command("migrate")
+    .description("apply new migrations from migrations/ (safe to run twice, or concurrently)")
+    .option("--no-create-database", "fail instead of creating the database if it is missing")
+    .action(async (opts: { createDatabase: boolean }) => {
+      const config = loadConfig();
+      const { ensureDatabase, runMigrations, runMaintenance } = await import("./admin.js");
+      if (opts.createDatabase && (await ensureDatabase(config.databaseUrl))) {
+        console.log("created database");
+      }
+      const result = await runMigrations(config);
+      for (const name of result.applied) console.log(`applied ${name}`);
+      console.log(`${result.applied.length} applied, ${result.skipped.length} already applied`);
+      const report = await runMaintenance(config, systemClock);
+      console.log(`partitions: ${report.created} created`);
+    });
+
+  program
+    .command("maintain")
+    .description("create task partitions ahead and drop those past retention")
+    .action(async () => {
+      const { runMaintenance } = await import("./admin.js");
+      const report = await runMaintenance(loadConfig(), systemClock);
+      console.log(JSON.stringify(report));
+    });
+
+  const tenants = program.command("tenants").description("manage tenants");
+  tenants
+    .command("create <name>")
+    .description("create a tenant; prints its new API key as the last line")
+    .option("--rate <n>", "tasks per second", positiveNumber)
+    .option("--burst <n>", "bucket size in tasks", positiveInt)
+    .option("--max-payload-bytes <n>", "largest task payload", positiveInt)
+    .option("--grace-ms <n>", "lateness before a task counts as overdue", positiveInt)
+    .action(
+      async (
+        name: string,
+        opts: { rate?: number; burst?: number; maxPayloadBytes?: number; graceMs?: number },
+      ) => {
+        const { createTenant } = await import("./admin.js");
+        const limits = {
+          ...(opts.rate !== undefined && { ratePerS: opts.rate }),
+          ...(opts.burst !== undefined && { burst: opts.burst }),
+          ...(opts.maxPayloadBytes !== undefined && { maxPayloadBytes: opts.maxPayloadBytes }),
+          ...(opts.graceMs !== undefined && { graceMs: opts.graceMs }),
+        };
+        const created = await createTenant(loadConfig(), systemClock, name, limits);
+        console.log(`tenant ${created.tenant.id} ${created.tenant.name}`);
+        console.log(`api key id ${created.apiKeyId}`);
+        console.log(created.apiKey);
+      },
+    );
+  tenants
+    .command("list")
+    .description("list tenants and their limits")
+    .action(async () => {
+      const { listTenants } = await import("./admin.js");
+      for (const t of await listTenants(loadConfig(), systemClock)) {
+        const l = t.limits;
+        console.log(
+          `${t.id}  ${t.name}  rate=${l.ratePerS}/s burst=${l.burst} max_payload=${l.maxPayloadBytes}B grace=${l.graceMs}ms keys=${t.activeKeys}`,
+        );
+      }
+    });
+
+  program
+    .command("keys")
+    .description("manage API keys")
+    .command("revoke <keyId>")
+    .description("revoke an API key (API processes stop accepting it within CF_AUTH_CACHE_TTL_MS)")
+    .action(async (keyId: string) => {
+      const { revokeKey } = await import("./admin.js");
+      if (!(await revokeKey(loadConfig(), systemClock, keyId))) {
+        throw new Error(`no active API key ${keyId}`);
+      }
+      console.log(`revoked ${keyId}`);
+    });
+
+  program
+    .command("run")
+    .description("run one or more roles of Chronofence")
+    .requiredOption("--roles <list>", "comma-separated roles (available: api)")
+    .action(async (opts: { roles: string }) => {
+      const roles = opts.roles.split(",").map((r) => r.trim());
+      const unknown = roles.filter((r) => r !== "api");
+      if (unknown.length > 0)
+        throw new Error(`unknown or not yet available roles: ${unknown.join(", ")}`);
+      await runApiUntilSignal(loadConfig());
+    });
+
   await program.parseAsync(argv);
+}
+
+function loadConfig(): Config {
+  return resolveConfig(process.env);
+}
+
+async function runApiUntilSignal(config: Config): Promise<void> {
+  const { startApi } = await import("./api.js");
+  const logger = createLogger({ level: config.logLevel, name: "chronofence" });
+  process.on("unhandledRejection", (error) => logger.error({ err: error }, "unhandled rejection"));
+  const api = await startApi(config, systemClock, logger);
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      logger.info({ signal }, "shutting down");
+      api.stop().then(resolve, resolve);
+    };
+    process.once("SIGTERM", () => stop("SIGTERM"));
+    process.once("SIGINT", () => stop("SIGINT"));
+  });
+}
+
+function positiveNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("must be a positive number");
+  return n;
+}
+
+function positiveInt(value: string): number {
+  const n = positiveNumber(value);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError("must be a positive integer");
+  return n;
 }

@@ -1,0 +1,185 @@
+/** The API's routes as plain async functions of a request (no HTTP library here). */
+import type { Authenticator } from "../../app/authenticator.js";
+import type { IngestService } from "../../app/ingest.js";
+import type { TaskQueries } from "../../app/task-queries.js";
+import { ChronofenceError, ErrorCode, RateLimitedError } from "../../domain/errors.js";
+import type { Principal } from "../../domain/tenant.js";
+import type { HealthCheck } from "../../ports/health.js";
+import type { IngestMetrics } from "../../ports/ingest-metrics.js";
+import { type HttpReply, type HttpRequestData, json, type Route } from "./exchange.js";
+import { presentTask } from "./present.js";
+
+export interface RouteDeps {
+  authenticator: Authenticator;
+  ingest: IngestService;
+  queries: TaskQueries;
+  health: HealthCheck[];
+  metrics: IngestMetrics & { render(): Promise<{ contentType: string; body: string }> };
+  maxSingleBodyBytes: number;
+  maxBatchBodyBytes: number;
+  nextRequestId: () => string;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+export function apiRoutes(deps: RouteDeps): Route[] {
+  const principalOf = (request: HttpRequestData): Principal | Promise<Principal> =>
+    deps.authenticator.cached(request.authorization) ??
+    deps.authenticator.authenticate(request.authorization);
+  const rateLimited = (error: unknown, tasks: number): never => {
+    if (error instanceof RateLimitedError) deps.metrics.rateLimited(tasks);
+    throw error;
+  };
+
+  return [
+    {
+      method: "post",
+      pattern: "/v1/tasks",
+      name: "POST /v1/tasks",
+      maxBodyBytes: deps.maxSingleBodyBytes,
+      async handle(request) {
+        const principal = await principalOf(request);
+        const body = parseJson(request.body);
+        const result = await deps.ingest
+          .submitOne(principal, body, deps.nextRequestId())
+          .catch((error: unknown) => rateLimited(error, 1));
+        if (result.replayed)
+          return json(200, presentTask(result.task), [["Idempotent-Replayed", "true"]]);
+        return json(201, presentTask(result.task));
+      },
+    },
+    {
+      method: "post",
+      pattern: "/v1/tasks/batch",
+      name: "POST /v1/tasks/batch",
+      maxBodyBytes: deps.maxBatchBodyBytes,
+      async handle(request) {
+        const principal = await principalOf(request);
+        const body = parseJson(request.body);
+        const items = await deps.ingest
+          .submitBatch(principal, body, deps.nextRequestId())
+          .catch((error: unknown) => rateLimited(error, batchSizeOf(body)));
+        return json(201, { tasks: items.map(presentBatchItem) });
+      },
+    },
+    {
+      method: "get",
+      pattern: "/v1/tasks/:id",
+      name: "GET /v1/tasks/{id}",
+      async handle(request) {
+        const principal = await principalOf(request);
+        return json(200, presentTask(await deps.queries.get(principal, request.params[0] ?? "")));
+      },
+    },
+    {
+      method: "get",
+      pattern: "/v1/tasks",
+      name: "GET /v1/tasks",
+      async handle(request) {
+        const principal = await principalOf(request);
+        const page = await deps.queries.list(principal, listQueryOf(request.query));
+        return json(200, { tasks: page.tasks.map(presentTask), next_cursor: page.nextCursor });
+      },
+    },
+    {
+      method: "del",
+      pattern: "/v1/tasks/:id",
+      name: "DELETE /v1/tasks/{id}",
+      async handle(request) {
+        const principal = await principalOf(request);
+        return json(
+          200,
+          presentTask(await deps.queries.cancel(principal, request.params[0] ?? "")),
+        );
+      },
+    },
+    {
+      method: "get",
+      pattern: "/healthz",
+      name: "GET /healthz",
+      handle: async () => json(200, { status: "ok" }),
+    },
+    {
+      method: "get",
+      pattern: "/readyz",
+      name: "GET /readyz",
+      handle: () => readiness(deps.health),
+    },
+    {
+      method: "get",
+      pattern: "/metrics",
+      name: "GET /metrics",
+      async handle() {
+        const { contentType, body } = await deps.metrics.render();
+        return { status: 200, body, contentType };
+      },
+    },
+  ];
+}
+
+/** Strict UTF-8, then JSON; either failing is a 400. */
+export function parseJson(body: Buffer | null): unknown {
+  if (body === null || body.length === 0) {
+    throw new ChronofenceError(ErrorCode.InvalidJson, "a JSON body is required");
+  }
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    throw new ChronofenceError(ErrorCode.InvalidJson, "body is not valid UTF-8");
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ChronofenceError(ErrorCode.InvalidJson, "body is not valid JSON", {
+      details: { reason: (error as Error).message.slice(0, 200) },
+    });
+  }
+}
+
+async function readiness(checks: HealthCheck[]): Promise<HttpReply> {
+  const results = await Promise.all(
+    checks.map((c) =>
+      c.check().then(
+        () => [c.name, "ok"] as const,
+        () => [c.name, "unavailable"] as const,
+      ),
+    ),
+  );
+  const ready = results.every(([, state]) => state === "ok");
+  return json(ready ? 200 : 503, {
+    status: ready ? "ready" : "not_ready",
+    checks: Object.fromEntries(results),
+  });
+}
+
+function listQueryOf(query: string) {
+  const params = new URLSearchParams(query);
+  const get = (name: string) => params.get(name) ?? undefined;
+  return { status: get("status"), type: get("type"), cursor: get("cursor"), limit: get("limit") };
+}
+
+function batchSizeOf(body: unknown): number {
+  const tasks = (body as { tasks?: unknown })?.tasks;
+  return Array.isArray(tasks) ? tasks.length : 0;
+}
+
+function presentBatchItem(item: Awaited<ReturnType<IngestService["submitBatch"]>>[number]) {
+  if (item.kind === "conflict") {
+    return {
+      error: {
+        code: ErrorCode.IdempotencyConflict,
+        message: "idempotency key already used with a different request",
+        details: { task_id: item.taskId },
+      },
+    };
+  }
+  // A replayed item names the original task; GET it for its current state.
+  if (item.kind === "replayed") return { id: item.taskId, idempotent_replayed: true };
+  return {
+    id: item.taskId,
+    status: "SCHEDULED",
+    run_at: new Date(item.runAtMs).toISOString(),
+    idempotent_replayed: false,
+  };
+}

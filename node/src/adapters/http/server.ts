@@ -1,0 +1,233 @@
+/**
+ * The uWebSockets.js adapter — the only file that imports it.
+ *
+ * uWS ground rules, all handled here so routes never see them:
+ *  - `req` is valid only during the synchronous handler: copy what we need.
+ *  - `res.onAborted` is attached before any async work; after an abort, or
+ *    after we answered, `res` is never touched again (`state.done`).
+ *  - Writes from async callbacks go inside `res.cork`.
+ *  - Bodies arrive in chunks through `res.onData`; chunks are copied (uWS
+ *    neuters them on return) and the size limit is enforced while streaming:
+ *    413 and close, without buffering the rest.
+ * Every request has a deadline: if its handler has not settled by then
+ * (a hung dependency), it is answered 503. Nothing a client sends can throw
+ * out of a uWS callback.
+ */
+import uWS from "uWebSockets.js";
+import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
+import { errorResponse } from "./errors.js";
+import type { HttpReply, HttpRequestData, Route } from "./exchange.js";
+
+export interface HttpServerOptions {
+  host: string;
+  port: number;
+  requestTimeoutMs: number;
+  /** How long graceful shutdown waits for in-flight requests. */
+  drainTimeoutMs: number;
+  onRequest: (route: string, status: number) => void;
+  onError: (error: unknown, route: string) => void;
+  /** A monotonic ms clock, for deadlines. */
+  monotonicMs: () => number;
+}
+
+interface Exchange {
+  res: uWS.HttpResponse;
+  route: string;
+  deadlineMs: number;
+  done: boolean;
+}
+
+export class HttpServer {
+  private readonly app = uWS.App();
+  private listenSocket: uWS.us_listen_socket | null = null;
+  private readonly inFlight = new Set<Exchange>();
+  private sweeper: NodeJS.Timeout | null = null;
+  private drainWaiters: Array<() => void> = [];
+  private closing = false;
+
+  constructor(
+    routes: Route[],
+    private readonly options: HttpServerOptions,
+  ) {
+    for (const route of routes) this.register(route);
+    this.app.any("/*", (res, req) => {
+      const exchange = this.begin(res, "unmatched");
+      const known = routes.some((r) => matches(r.pattern, req.getUrl()));
+      const error = known
+        ? new ChronofenceError(ErrorCode.MethodNotAllowed, `method ${req.getMethod()} not allowed`)
+        : new ChronofenceError(ErrorCode.RouteNotFound, "no such route");
+      this.fail(exchange, error);
+    });
+  }
+
+  /** Binds the port; resolves with the port actually bound (0 picks a free one). */
+  listen(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(this.options.host, this.options.port, (socket) => {
+        if (!socket)
+          return reject(new Error(`cannot listen on ${this.options.host}:${this.options.port}`));
+        this.listenSocket = socket;
+        this.sweeper = setInterval(() => this.expireDeadlines(), 100);
+        this.sweeper.unref();
+        resolve(uWS.us_socket_local_port(socket));
+      });
+    });
+  }
+
+  /** Stops accepting, lets in-flight requests finish (bounded), then closes all connections. */
+  async close(): Promise<void> {
+    this.closing = true;
+    if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
+    this.listenSocket = null;
+    if (this.inFlight.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => this.drainWaiters.push(resolve)),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, this.options.drainTimeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.app.close();
+  }
+
+  get inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  private register(route: Route): void {
+    this.app[route.method](route.pattern, (res, req) => {
+      const exchange = this.begin(res, route.name);
+      const request = snapshot(req, route);
+      if (route.maxBodyBytes === undefined) return this.run(exchange, route, request);
+      const declared = Number(req.getHeader("content-length") || "0");
+      if (declared > route.maxBodyBytes) return this.tooLarge(exchange, route.maxBodyBytes);
+      this.readBody(exchange, route.maxBodyBytes, (body) => {
+        request.body = body;
+        this.run(exchange, route, request);
+      });
+    });
+  }
+
+  private begin(res: uWS.HttpResponse, route: string): Exchange {
+    const exchange: Exchange = {
+      res,
+      route,
+      deadlineMs: this.options.monotonicMs() + this.options.requestTimeoutMs,
+      done: false,
+    };
+    res.onAborted(() => this.finish(exchange));
+    this.inFlight.add(exchange);
+    return exchange;
+  }
+
+  private readBody(exchange: Exchange, maxBytes: number, then: (body: Buffer) => void): void {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    exchange.res.onData((chunk, isLast) => {
+      if (exchange.done) return;
+      size += chunk.byteLength;
+      if (size > maxBytes) return this.tooLarge(exchange, maxBytes);
+      chunks.push(Buffer.from(new Uint8Array(chunk))); // a copy: uWS reuses `chunk`
+      if (isLast) then(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    });
+  }
+
+  private run(exchange: Exchange, route: Route, request: HttpRequestData): void {
+    let pending: Promise<HttpReply>;
+    try {
+      pending = route.handle(request);
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    pending.then(
+      (reply) => this.reply(exchange, reply),
+      (error: unknown) => this.fail(exchange, error),
+    );
+  }
+
+  private fail(exchange: Exchange, error: unknown, closeConnection = false): void {
+    const response = errorResponse(error);
+    if (response.status >= 500) this.options.onError(error, exchange.route);
+    this.reply(
+      exchange,
+      { status: response.status, body: response.body, headers: response.headers },
+      closeConnection,
+    );
+  }
+
+  private tooLarge(exchange: Exchange, maxBytes: number): void {
+    const error = new ChronofenceError(ErrorCode.PayloadTooLarge, "request body too large", {
+      details: { max_body_bytes: maxBytes },
+    });
+    // Close: the rest of the body is still on the wire and we will not read it.
+    this.fail(exchange, error, true);
+  }
+
+  private reply(exchange: Exchange, reply: HttpReply, closeConnection = false): void {
+    if (exchange.done) return;
+    this.finish(exchange);
+    const { res } = exchange;
+    res.cork(() => {
+      res.writeStatus(STATUS_LINES[reply.status] ?? String(reply.status));
+      res.writeHeader("Content-Type", reply.contentType ?? "application/json");
+      if (this.closing) res.writeHeader("Connection", "close");
+      for (const [name, value] of reply.headers ?? []) res.writeHeader(name, value);
+      res.end(reply.body, closeConnection);
+    });
+    this.options.onRequest(exchange.route, reply.status);
+  }
+
+  private finish(exchange: Exchange): void {
+    exchange.done = true;
+    this.inFlight.delete(exchange);
+    if (this.inFlight.size === 0 && this.drainWaiters.length > 0) {
+      for (const resolve of this.drainWaiters.splice(0)) resolve();
+    }
+  }
+
+  private expireDeadlines(): void {
+    const nowMs = this.options.monotonicMs();
+    for (const exchange of this.inFlight) {
+      if (exchange.deadlineMs <= nowMs) {
+        this.fail(exchange, new ChronofenceError(ErrorCode.Unavailable, "request timed out"));
+      }
+    }
+  }
+}
+
+function snapshot(req: uWS.HttpRequest, route: Route): HttpRequestData {
+  const params: string[] = [];
+  if (route.pattern.includes(":")) params.push(req.getParameter(0) ?? "");
+  return {
+    method: req.getMethod(),
+    path: req.getUrl(),
+    query: req.getQuery() ?? "",
+    params,
+    authorization: req.getHeader("authorization"),
+    body: null,
+  };
+}
+
+function matches(pattern: string, url: string): boolean {
+  const a = pattern.split("/");
+  const b = url.split("/");
+  return a.length === b.length && a.every((part, i) => part.startsWith(":") || part === b[i]);
+}
+
+const STATUS_LINES: Record<number, string> = {
+  200: "200 OK",
+  201: "201 Created",
+  400: "400 Bad Request",
+  401: "401 Unauthorized",
+  404: "404 Not Found",
+  405: "405 Method Not Allowed",
+  409: "409 Conflict",
+  413: "413 Payload Too Large",
+  422: "422 Unprocessable Entity",
+  429: "429 Too Many Requests",
+  500: "500 Internal Server Error",
+  503: "503 Service Unavailable",
+};

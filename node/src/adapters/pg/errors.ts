@@ -1,0 +1,54 @@
+/**
+ * How Postgres failures become Chronofence errors. Retryable means "the same
+ * request may succeed later, unchanged": the HTTP layer answers 503 and the
+ * client retries (with its idempotency key).
+ */
+import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
+
+/** SQLSTATEs safe to retry (cf. graphile-worker): transient by nature. */
+export const RETRYABLE_SQLSTATES: ReadonlyMap<string, string> = new Map([
+  ["40001", "serialization_failure"],
+  ["40P01", "deadlock_detected"],
+  ["55P03", "lock_not_available"],
+  ["57014", "query_canceled (statement_timeout)"],
+  ["57P01", "admin_shutdown"],
+  ["57P02", "crash_shutdown"],
+  ["57P03", "cannot_connect_now"],
+  ["53300", "too_many_connections"],
+  ["53400", "configuration_limit_exceeded"],
+  ["08000", "connection_exception"],
+  ["08003", "connection_does_not_exist"],
+  ["08006", "connection_failure"],
+  ["08001", "sqlclient_unable_to_establish_sqlconnection"],
+  ["08004", "sqlserver_rejected_establishment_of_sqlconnection"],
+]);
+
+/** Node-side failures talking to Postgres: also transient. */
+const RETRYABLE_MESSAGES = [
+  /timeout/i,
+  /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH/,
+  /Connection terminated/i,
+  /Client has encountered a connection error/i,
+  /Cannot use a pool after calling end/i,
+];
+
+export function isRetryablePgError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string" && RETRYABLE_SQLSTATES.has(code)) return true;
+  if (typeof code === "string" && /^E[A-Z]+$/.test(code)) return true; // socket errno
+  return RETRYABLE_MESSAGES.some((re) => re.test(error.message));
+}
+
+/** Wraps any Postgres failure: retryable ones as Unavailable, the rest as Internal. */
+export function fromPgError(error: unknown, operation: string): ChronofenceError {
+  if (error instanceof ChronofenceError) return error;
+  if (isRetryablePgError(error)) {
+    return new ChronofenceError(ErrorCode.Unavailable, `postgres unavailable during ${operation}`, {
+      cause: error,
+    });
+  }
+  return new ChronofenceError(ErrorCode.Internal, `postgres error during ${operation}`, {
+    cause: error,
+  });
+}

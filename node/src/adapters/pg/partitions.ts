@@ -1,0 +1,52 @@
+/**
+ * Partition maintenance for `tasks` (functions in
+ * migrations/000002_partition_maintenance.sql). Dates are UTC days computed
+ * from the caller's clock, so tests can drive retention with a fake clock.
+ */
+import { fromPgError } from "./errors.js";
+import type { PgPool } from "./pool.js";
+
+const DAY_MS = 86_400_000;
+
+export interface PartitionPlan {
+  /** Create partitions for days from nowMs - retentionDays to nowMs + horizon + margin. */
+  horizonMs: number;
+  retentionDays: number;
+}
+
+export interface MaintenanceReport {
+  created: number;
+  dropped: string[];
+  keptWithPendingTasks: string[];
+}
+
+const isoDay = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 10);
+
+export async function maintainTaskPartitions(
+  pool: PgPool,
+  plan: PartitionPlan,
+  nowMs: number,
+): Promise<MaintenanceReport> {
+  // Two spare days: clocks differ between processes, and a task may be
+  // accepted at the very end of the horizon just before midnight UTC.
+  const fromDay = isoDay(nowMs - plan.retentionDays * DAY_MS);
+  const toDay = isoDay(nowMs + plan.horizonMs + 2 * DAY_MS);
+  const dropBefore = fromDay;
+  try {
+    const created = await pool.query("SELECT cf_ensure_task_partitions($1::date, $2::date) AS n", [
+      fromDay,
+      toDay,
+    ]);
+    const dropped = await pool.query("SELECT * FROM cf_drop_task_partitions($1::date)", [
+      dropBefore,
+    ]);
+    const rows = dropped.rows as Array<{ partition: string; dropped: boolean }>;
+    return {
+      created: created.rows[0].n,
+      dropped: rows.filter((r) => r.dropped).map((r) => r.partition),
+      keptWithPendingTasks: rows.filter((r) => !r.dropped).map((r) => r.partition),
+    };
+  } catch (error) {
+    throw fromPgError(error, "partition maintenance");
+  }
+}

@@ -1,0 +1,59 @@
+import pg from "pg";
+
+export interface PgPoolOptions {
+  connectionString: string;
+  maxConnections: number;
+  /** Server-side limit per statement; the client-side limit is a little longer. */
+  statementTimeoutMs: number;
+  connectTimeoutMs: number;
+  /** A role to SET on every connection (e.g. chronofence_api), or null to stay as the login role. */
+  role: string | null;
+  applicationName: string;
+  onError: (error: Error) => void;
+}
+
+/** Opaque to everything outside adapters/pg. */
+export type PgPool = pg.Pool;
+
+export function createPgPool(options: PgPoolOptions): PgPool {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.maxConnections,
+    connectionTimeoutMillis: options.connectTimeoutMs,
+    statement_timeout: options.statementTimeoutMs,
+    query_timeout: options.statementTimeoutMs + 1000,
+    idle_in_transaction_session_timeout: options.statementTimeoutMs * 2,
+    application_name: options.applicationName,
+    keepAlive: true,
+    // The role is a startup parameter, so it holds before the first query
+    // (and the server checks that the login role may assume it).
+    ...(options.role !== null && { options: `-c role=${options.role}` }),
+  });
+  // An idle client losing its connection must not crash the process.
+  pool.on("error", options.onError);
+  return pool;
+}
+
+/** Runs `fn` in a transaction scoped to one tenant (for row-level security). */
+export async function withTenant<T>(
+  pool: PgPool,
+  tenantId: string,
+  fn: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  try {
+    // One round trip for both; the id is a validated UUID, safe to inline.
+    await client.query(
+      `BEGIN; SELECT set_config('app.tenant_id', ${pg.escapeLiteral(tenantId)}, true)`,
+    );
+    const result = await fn(client);
+    await client.query("COMMIT");
+    client.release();
+    return result;
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    // A client in an unknown state is destroyed, not reused.
+    client.release(error instanceof Error ? error : true);
+    throw error;
+  }
+}

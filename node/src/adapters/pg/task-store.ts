@@ -1,0 +1,159 @@
+import { CANCELLABLE_STATUSES, type Task } from "../../domain/task.js";
+import type {
+  CancelOutcome,
+  InsertOutcome,
+  InsertRequest,
+  TaskFilter,
+  TaskStore,
+} from "../../ports/task-store.js";
+import { fromPgError } from "./errors.js";
+import { type PgPool, withTenant } from "./pool.js";
+import { CANCEL_TASK } from "./sql/cancel-task.js";
+import { GET_TASK } from "./sql/get-task.js";
+import { INSERT_TASKS } from "./sql/insert-tasks.js";
+import { LIST_TASKS } from "./sql/list-tasks.js";
+
+/** The Postgres TaskStore. Every method maps failures through fromPgError. */
+export class PgTaskStore implements TaskStore {
+  constructor(private readonly pool: PgPool) {}
+
+  async insertMany(rows: readonly InsertRequest[], nowMs: number): Promise<InsertOutcome[]> {
+    let taken: Array<{ ord: number; task_id: string; request_hash: string }>;
+    try {
+      const result = await this.pool.query(INSERT_TASKS, [encodeRows(rows), nowMs]);
+      taken = result.rows;
+    } catch (error) {
+      throw fromPgError(error, "insert tasks");
+    }
+    const outcomes: InsertOutcome[] = rows.map(() => ({ kind: "created" }));
+    for (const row of taken) {
+      const mine = rows[row.ord]!;
+      const sameBody = mine.requestHash !== null && toHex(mine.requestHash) === row.request_hash;
+      outcomes[row.ord] = { kind: sameBody ? "replayed" : "conflict", taskId: row.task_id };
+    }
+    return outcomes;
+  }
+
+  async get(tenantId: string, taskId: string): Promise<Task | null> {
+    try {
+      return await withTenant(this.pool, tenantId, async (client) => {
+        const result = await client.query(GET_TASK, [tenantId, taskId]);
+        return result.rows[0] ? toTask(result.rows[0]) : null;
+      });
+    } catch (error) {
+      throw fromPgError(error, "get task");
+    }
+  }
+
+  async list(tenantId: string, filter: TaskFilter): Promise<Task[]> {
+    const params = [tenantId, filter.status ?? null, filter.type ?? null, filter.afterId ?? null];
+    try {
+      return await withTenant(this.pool, tenantId, async (client) => {
+        const result = await client.query(LIST_TASKS, [...params, filter.limit]);
+        return result.rows.map(toTask);
+      });
+    } catch (error) {
+      throw fromPgError(error, "list tasks");
+    }
+  }
+
+  async cancel(
+    tenantId: string,
+    taskId: string,
+    apiKeyId: string,
+    nowMs: number,
+  ): Promise<CancelOutcome> {
+    try {
+      return await withTenant(this.pool, tenantId, async (client) => {
+        const params = [tenantId, taskId, nowMs, apiKeyId, CANCELLABLE_STATUSES];
+        const changed = await client.query(CANCEL_TASK, params);
+        if (changed.rows[0]) return { kind: "cancelled", task: toTask(changed.rows[0]) };
+        const current = await client.query(GET_TASK, [tenantId, taskId]);
+        if (!current.rows[0]) return { kind: "not_found" };
+        return { kind: "not_cancellable", task: toTask(current.rows[0]) };
+      });
+    } catch (error) {
+      throw fromPgError(error, "cancel task");
+    }
+  }
+}
+
+const toHex = (bytes: Uint8Array): string => Buffer.from(bytes).toString("hex");
+
+/**
+ * Builds the json argument of cf_insert_tasks by hand: the payload is already
+ * JSON text, so it is spliced in rather than parsed and serialised again.
+ */
+export function encodeRows(rows: readonly InsertRequest[]): string {
+  const parts: string[] = new Array(rows.length);
+  for (let ord = 0; ord < rows.length; ord++) {
+    const { draft, requestHash, apiKeyId, requestId } = rows[ord]!;
+    parts[ord] =
+      `{"ord":${ord},"id":"${draft.id}","tenant_id":"${draft.tenantId}",` +
+      `"type":${JSON.stringify(draft.type)},"payload":${draft.payloadJson},` +
+      `"priority":"${draft.priority}","run_at_ms":${draft.runAtMs},` +
+      `"max_attempts":${draft.maxAttempts},"timeout_ms":${draft.timeoutMs},` +
+      `"backoff_strategy":"${draft.backoff.strategy}","backoff_base_ms":${draft.backoff.baseMs},` +
+      `"backoff_max_ms":${draft.backoff.maxMs},"created_at_ms":${draft.createdAtMs},` +
+      `"idempotency_key":${draft.idempotencyKey === null ? "null" : JSON.stringify(draft.idempotencyKey)},` +
+      `"request_hash":${requestHash === null ? "null" : `"${toHex(requestHash)}"`},` +
+      `"api_key_id":"${apiKeyId}","request_id":${JSON.stringify(requestId)}}`;
+  }
+  return `[${parts.join(",")}]`;
+}
+
+interface TaskRow {
+  id: string;
+  tenant_id: string;
+  type: string;
+  payload: unknown;
+  priority: Task["priority"];
+  status: Task["status"];
+  run_at_ms: number;
+  attempt: number;
+  max_attempts: number;
+  timeout_ms: number;
+  backoff_strategy: Task["backoff"]["strategy"];
+  backoff_base_ms: number;
+  backoff_max_ms: number;
+  idempotency_key: string | null;
+  fencing_token: string | null;
+  result: unknown;
+  last_error: unknown;
+  workflow_id: string | null;
+  schedule_id: string | null;
+  created_at_ms: number;
+  updated_at_ms: number;
+  cancelled_at_ms: number | null;
+  finished_at_ms: number | null;
+}
+
+function toTask(row: TaskRow): Task {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    type: row.type,
+    payload: row.payload,
+    priority: row.priority,
+    status: row.status,
+    runAtMs: Math.round(row.run_at_ms),
+    attempt: row.attempt,
+    maxAttempts: row.max_attempts,
+    timeoutMs: row.timeout_ms,
+    backoff: {
+      strategy: row.backoff_strategy,
+      baseMs: row.backoff_base_ms,
+      maxMs: row.backoff_max_ms,
+    },
+    idempotencyKey: row.idempotency_key,
+    fencingToken: row.fencing_token,
+    result: row.result,
+    lastError: row.last_error,
+    workflowId: row.workflow_id,
+    scheduleId: row.schedule_id,
+    createdAtMs: Math.round(row.created_at_ms),
+    updatedAtMs: Math.round(row.updated_at_ms),
+    cancelledAtMs: row.cancelled_at_ms === null ? null : Math.round(row.cancelled_at_ms),
+    finishedAtMs: row.finished_at_ms === null ? null : Math.round(row.finished_at_ms),
+  };
+}

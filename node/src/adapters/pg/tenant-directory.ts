@@ -1,0 +1,128 @@
+import { createHash, randomBytes } from "node:crypto";
+import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
+import { DEFAULT_TENANT_LIMITS, type Principal, type TenantLimits } from "../../domain/tenant.js";
+import type { CreatedTenant, TenantDirectory, TenantRecord } from "../../ports/tenant-directory.js";
+import { fromPgError } from "./errors.js";
+import type { PgPool } from "./pool.js";
+
+/** API keys look like `cfk_<43 base64url chars>`: 256 random bits. */
+export function generateApiKey(): string {
+  return `cfk_${randomBytes(32).toString("base64url")}`;
+}
+
+export function hashApiKey(apiKey: string): Uint8Array {
+  return createHash("sha256").update(apiKey).digest();
+}
+
+/**
+ * Tenants and keys in Postgres. `authenticate` runs as the API role through
+ * the SECURITY DEFINER function cf_authenticate; the rest are admin
+ * operations and need the owner's pool.
+ */
+export class PgTenantDirectory implements TenantDirectory {
+  constructor(
+    private readonly pool: PgPool,
+    private readonly newId: () => string,
+  ) {}
+
+  async authenticate(apiKeyHash: Uint8Array): Promise<Principal | null> {
+    try {
+      const result = await this.pool.query("SELECT * FROM cf_authenticate($1)", [
+        Buffer.from(apiKeyHash),
+      ]);
+      const row = result.rows[0];
+      if (!row) return null;
+      return {
+        tenantId: row.tenant_id,
+        apiKeyId: row.api_key_id,
+        limits: {
+          ratePerS: row.rate_per_s,
+          burst: row.burst,
+          maxPayloadBytes: row.max_payload_bytes,
+          graceMs: row.grace_ms,
+        },
+      };
+    } catch (error) {
+      throw fromPgError(error, "authenticate");
+    }
+  }
+
+  async create(name: string, limits: Partial<TenantLimits>, nowMs: number): Promise<CreatedTenant> {
+    const full: TenantLimits = { ...DEFAULT_TENANT_LIMITS, ...limits };
+    const tenantId = this.newId();
+    const apiKeyId = this.newId();
+    const apiKey = generateApiKey();
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      await client.query(
+        `INSERT INTO tenants (id, name, rate_per_s, burst, max_payload_bytes, grace_ms, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0))`,
+        [tenantId, name, full.ratePerS, full.burst, full.maxPayloadBytes, full.graceMs, nowMs],
+      );
+      await client.query(
+        `INSERT INTO api_keys (id, tenant_id, key_hash, created_at)
+         VALUES ($1, $2, $3, to_timestamp($4 / 1000.0))`,
+        [apiKeyId, tenantId, Buffer.from(hashApiKey(apiKey)), nowMs],
+      );
+      await client.query(
+        `INSERT INTO audit_log (tenant_id, api_key_id, action, details, at)
+         VALUES ($1, NULL, 'tenant.create', $2, to_timestamp($3 / 1000.0))`,
+        [tenantId, JSON.stringify({ name, api_key_id: apiKeyId }), nowMs],
+      );
+      await client.query("COMMIT");
+      const tenant = { id: tenantId, name, limits: full, createdAtMs: nowMs, activeKeys: 1 };
+      return { tenant, apiKeyId, apiKey };
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      if ((error as { code?: string }).code === "23505") {
+        throw new ChronofenceError(ErrorCode.InvalidRequest, `tenant "${name}" already exists`);
+      }
+      throw fromPgError(error, "create tenant");
+    } finally {
+      client.release();
+    }
+  }
+
+  async list(): Promise<TenantRecord[]> {
+    try {
+      const result = await this.pool.query(
+        `SELECT t.*, (extract(epoch FROM t.created_at) * 1000)::float8 AS created_at_ms,
+                (SELECT count(*) FROM api_keys k WHERE k.tenant_id = t.id AND k.revoked_at IS NULL)::int
+                  AS active_keys
+           FROM tenants t ORDER BY t.name`,
+      );
+      return result.rows.map((row) => ({
+        id: row.id,
+        name: row.name,
+        limits: {
+          ratePerS: row.rate_per_s,
+          burst: row.burst,
+          maxPayloadBytes: row.max_payload_bytes,
+          graceMs: row.grace_ms,
+        },
+        createdAtMs: Math.round(row.created_at_ms),
+        activeKeys: row.active_keys,
+      }));
+    } catch (error) {
+      throw fromPgError(error, "list tenants");
+    }
+  }
+
+  async revokeKey(apiKeyId: string, nowMs: number): Promise<boolean> {
+    try {
+      const result = await this.pool.query(
+        `WITH revoked AS (
+           UPDATE api_keys SET revoked_at = to_timestamp($2 / 1000.0)
+            WHERE id = $1 AND revoked_at IS NULL RETURNING id, tenant_id)
+         INSERT INTO audit_log (tenant_id, api_key_id, action, at)
+         SELECT tenant_id, id, 'api_key.revoke', to_timestamp($2 / 1000.0) FROM revoked
+         RETURNING id`,
+        [apiKeyId, nowMs],
+      );
+      return result.rowCount === 1;
+    } catch (error) {
+      throw fromPgError(error, "revoke key");
+    }
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * The one typed configuration, resolved purely from an environment map (and
+ * CLI overrides) in the composition root. Every setting has a documented
+ * default; units are in the names. Nothing else reads process.env.
+ */
+import { z } from "zod";
+
+const MiB = 1024 * 1024;
+const DAY_MS = 86_400_000;
+
+const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+const schema = z.object({
+  /** PORT: HTTP port of the API role. */
+  port: intFromEnv(0, 65535).default(8080),
+  /** HOST: interface to bind. */
+  host: z.string().min(1).default("0.0.0.0"),
+  /** DATABASE_URL: Postgres, the system of record. */
+  databaseUrl: z.string().min(1).default("postgres://postgres@127.0.0.1:5432/chronofence"),
+  /** CF_DATABASE_ROLE: role the API SETs on its connections (subject to RLS); "" keeps the login role. */
+  databaseRole: z
+    .string()
+    .regex(/^([A-Za-z_][A-Za-z0-9_]*)?$/)
+    .default("chronofence_api"),
+  /** REDIS_URL: the hot tier. */
+  redisUrl: z.string().min(1).default("redis://127.0.0.1:6379"),
+  /** CF_REDIS_PREFIX: key prefix; keys are `<prefix>:{<shard>}:due`. */
+  redisKeyPrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/)
+    .default("cf"),
+  /** CF_HORIZON_DAYS: how far ahead run_at may be (422 beyond). */
+  horizonDays: intFromEnv(1, 3650).default(365),
+  /** CF_HOT_WINDOW_MS: tasks due within this window also go to Redis at ingest. */
+  hotWindowMs: intFromEnv(0, 7 * DAY_MS).default(3_600_000),
+  /** CF_RETENTION_DAYS: partitions of days older than this are dropped (if nothing is pending). */
+  retentionDays: intFromEnv(1, 3650).default(30),
+  /** CF_MAINTENANCE_INTERVAL_MS: how often the API role re-runs partition maintenance. */
+  maintenanceIntervalMs: intFromEnv(1000, 7 * DAY_MS).default(3_600_000),
+  /** CF_PG_POOL_SIZE: connections of the API's Postgres pool. */
+  pgPoolSize: intFromEnv(1, 200).default(8),
+  /** CF_PG_STATEMENT_TIMEOUT_MS: server-side statement_timeout (client gives up 1 s later). */
+  pgStatementTimeoutMs: intFromEnv(100, 600_000).default(5000),
+  /** CF_PG_CONNECT_TIMEOUT_MS */
+  pgConnectTimeoutMs: intFromEnv(100, 60_000).default(2000),
+  /** CF_REDIS_COMMAND_TIMEOUT_MS */
+  redisCommandTimeoutMs: intFromEnv(10, 60_000).default(1000),
+  /** CF_GROUP_COMMIT_MAX_ROWS: most tasks in one group commit. */
+  groupCommitMaxRows: intFromEnv(1, 100_000).default(5000),
+  /** CF_GROUP_COMMIT_MAX_IN_FLIGHT: concurrent group commits (≤ pool size). */
+  groupCommitMaxInFlight: intFromEnv(1, 64).default(3),
+  /** CF_INGEST_MAX_QUEUED_ROWS: beyond this, ingest sheds load with 503. */
+  ingestMaxQueuedRows: intFromEnv(1, 10_000_000).default(100_000),
+  /** CF_REQUEST_TIMEOUT_MS: every request is answered by then (503 if a dependency hangs). */
+  requestTimeoutMs: intFromEnv(100, 600_000).default(10_000),
+  /** CF_DRAIN_TIMEOUT_MS: graceful shutdown waits this long for in-flight requests. */
+  drainTimeoutMs: intFromEnv(0, 600_000).default(10_000),
+  /** CF_AUTH_CACHE_TTL_MS: how long a verified API key is trusted without asking Postgres. */
+  authCacheTtlMs: intFromEnv(0, 3_600_000).default(5000),
+  /** CF_MAX_BODY_BYTES: body limit of POST /v1/tasks (the tenant's payload limit applies too). */
+  maxSingleBodyBytes: intFromEnv(1024, 64 * MiB).default(1 * MiB),
+  /** CF_MAX_BATCH_BODY_BYTES: body limit of POST /v1/tasks/batch. */
+  maxBatchBodyBytes: intFromEnv(1024, 1024 * MiB).default(16 * MiB),
+  /** LOG_LEVEL */
+  logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export type Config = z.infer<typeof schema>;
+
+const ENV_NAMES: Record<keyof Config, string> = {
+  port: "PORT",
+  host: "HOST",
+  databaseUrl: "DATABASE_URL",
+  databaseRole: "CF_DATABASE_ROLE",
+  redisUrl: "REDIS_URL",
+  redisKeyPrefix: "CF_REDIS_PREFIX",
+  horizonDays: "CF_HORIZON_DAYS",
+  hotWindowMs: "CF_HOT_WINDOW_MS",
+  retentionDays: "CF_RETENTION_DAYS",
+  maintenanceIntervalMs: "CF_MAINTENANCE_INTERVAL_MS",
+  pgPoolSize: "CF_PG_POOL_SIZE",
+  pgStatementTimeoutMs: "CF_PG_STATEMENT_TIMEOUT_MS",
+  pgConnectTimeoutMs: "CF_PG_CONNECT_TIMEOUT_MS",
+  redisCommandTimeoutMs: "CF_REDIS_COMMAND_TIMEOUT_MS",
+  groupCommitMaxRows: "CF_GROUP_COMMIT_MAX_ROWS",
+  groupCommitMaxInFlight: "CF_GROUP_COMMIT_MAX_IN_FLIGHT",
+  ingestMaxQueuedRows: "CF_INGEST_MAX_QUEUED_ROWS",
+  requestTimeoutMs: "CF_REQUEST_TIMEOUT_MS",
+  drainTimeoutMs: "CF_DRAIN_TIMEOUT_MS",
+  authCacheTtlMs: "CF_AUTH_CACHE_TTL_MS",
+  maxSingleBodyBytes: "CF_MAX_BODY_BYTES",
+  maxBatchBodyBytes: "CF_MAX_BATCH_BODY_BYTES",
+  logLevel: "LOG_LEVEL",
+};
+
+export const envNameOf = (key: keyof Config): string => ENV_NAMES[key];
+
+/**
+ * Resolves the configuration: defaults, then the environment, then explicit
+ * overrides (CLI flags, tests). Throws one error listing every bad setting.
+ */
+export function resolveConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  overrides: Partial<Config> = {},
+): Config {
+  const raw: Record<string, unknown> = {};
+  for (const [key, name] of Object.entries(ENV_NAMES)) {
+    const value = env[name];
+    if (value !== undefined && value !== "") raw[key] = value;
+  }
+  if (env.CF_DATABASE_ROLE === "") raw.databaseRole = "";
+  const parsed = schema.safeParse({ ...raw, ...overrides });
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const key = String(issue.path[0]) as keyof Config;
+      return `${ENV_NAMES[key] ?? key}: ${issue.message}`;
+    });
+    throw new Error(`invalid configuration: ${problems.join("; ")}`);
+  }
+  if (parsed.data.groupCommitMaxInFlight > parsed.data.pgPoolSize) {
+    throw new Error(
+      "invalid configuration: CF_GROUP_COMMIT_MAX_IN_FLIGHT must not exceed CF_PG_POOL_SIZE",
+    );
+  }
+  return parsed.data;
+}
+
+export const horizonMsOf = (config: Config): number => config.horizonDays * DAY_MS;

@@ -1,0 +1,194 @@
+/**
+ * Validation of task submissions (DESIGN.md section 6). Two layers, two statuses:
+ *  - shape (400 invalid_request): not an object, unknown field, missing `type`,
+ *    a field of the wrong JSON type;
+ *  - rules (422 unprocessable): right type, unacceptable value — ranges,
+ *    enums, RFC 3339, both `run_at` and `delay_ms`, the horizon.
+ * A `run_at` in the past means "due now" and is stored as now.
+ */
+import { z } from "zod";
+import { ChronofenceError, ErrorCode } from "./errors.js";
+import { findJsonProblem, utf8ByteLength } from "./json-limits.js";
+import { BACKOFF_STRATEGIES, PRIORITIES, type TaskDraft } from "./task.js";
+
+export const MAX_BATCH_TASKS = 1000;
+export const MAX_PAYLOAD_DEPTH = 32;
+
+const shape = z.strictObject({
+  type: z.string(),
+  payload: z.unknown().optional(),
+  run_at: z.string().optional(),
+  delay_ms: z.number().optional(),
+  priority: z.string().optional(),
+  idempotency_key: z.string().optional(),
+  max_attempts: z.number().optional(),
+  timeout_ms: z.number().optional(),
+  backoff: z
+    .strictObject({
+      strategy: z.string().optional(),
+      base_ms: z.number().optional(),
+      max_ms: z.number().optional(),
+    })
+    .optional(),
+});
+
+const DAY_MS = 86_400_000;
+const int = (min: number, max: number) => z.number().int().min(min).max(max);
+
+const rules = z
+  .object({
+    type: z
+      .string()
+      .min(1)
+      .max(128)
+      .regex(/^[A-Za-z0-9._:/-]+$/, "letters, digits and . _ : / - only"),
+    run_at: z.iso.datetime({ offset: true }).optional(),
+    delay_ms: int(0, Number.MAX_SAFE_INTEGER).optional(),
+    priority: z.enum(PRIORITIES).default("standard"),
+    idempotency_key: z
+      .string()
+      .min(1)
+      .max(255)
+      .regex(/^[\x21-\x7e]+$/, "printable ASCII without spaces")
+      .optional(),
+    max_attempts: int(1, 100).default(3),
+    timeout_ms: int(1, DAY_MS).default(30_000),
+    backoff: z
+      .object({
+        strategy: z.enum(BACKOFF_STRATEGIES).default("exponential"),
+        base_ms: int(1, DAY_MS).default(1000),
+        max_ms: int(1, 7 * DAY_MS).default(3_600_000),
+      })
+      .default({ strategy: "exponential", base_ms: 1000, max_ms: 3_600_000 }),
+  })
+  .refine((s) => s.run_at === undefined || s.delay_ms === undefined, {
+    message: "give run_at or delay_ms, not both",
+    path: ["run_at"],
+  });
+
+export interface SubmissionContext {
+  tenantId: string;
+  nowMs: number;
+  horizonMs: number;
+  maxPayloadBytes: number;
+  newTaskId: () => string;
+}
+
+export interface ValidatedSubmission {
+  draft: TaskDraft;
+  /** The parsed payload (the draft holds it serialised). */
+  payload: unknown;
+  /** Canonical request text; its hash detects idempotency-key reuse with another body. */
+  canonicalRequest: string;
+}
+
+/** Validates one submission; `index` names the item of a batch in error details. */
+export function validateSubmission(
+  input: unknown,
+  ctx: SubmissionContext,
+  index?: number,
+): ValidatedSubmission {
+  const at = index === undefined ? {} : { index };
+  const shaped = shape.safeParse(input);
+  if (!shaped.success) {
+    throw new ChronofenceError(ErrorCode.InvalidRequest, "malformed task", {
+      details: { ...at, issues: issuesOf(shaped.error) },
+    });
+  }
+  const checked = rules.safeParse(shaped.data);
+  if (!checked.success) {
+    throw new ChronofenceError(ErrorCode.Unprocessable, "invalid task", {
+      details: { ...at, issues: issuesOf(checked.error) },
+    });
+  }
+  const s = checked.data;
+  const payloadJson = serialisePayload(shaped.data.payload, ctx, at);
+  const runAtMs = resolveRunAtMs(s.run_at, s.delay_ms, ctx, at);
+  return {
+    canonicalRequest: JSON.stringify(shaped.data),
+    draft: {
+      id: ctx.newTaskId(),
+      tenantId: ctx.tenantId,
+      type: s.type,
+      payloadJson,
+      priority: s.priority,
+      runAtMs,
+      maxAttempts: s.max_attempts,
+      timeoutMs: s.timeout_ms,
+      backoff: { strategy: s.backoff.strategy, baseMs: s.backoff.base_ms, maxMs: s.backoff.max_ms },
+      idempotencyKey: s.idempotency_key ?? null,
+      createdAtMs: ctx.nowMs,
+    },
+    payload: shaped.data.payload ?? null,
+  };
+}
+
+/** Validates the envelope of `POST /v1/tasks/batch`, returning its items. */
+export function validateBatchEnvelope(input: unknown): unknown[] {
+  const shaped = z.strictObject({ tasks: z.array(z.unknown()) }).safeParse(input);
+  if (!shaped.success) {
+    throw new ChronofenceError(ErrorCode.InvalidRequest, 'expected {"tasks": [...]}', {
+      details: { issues: issuesOf(shaped.error) },
+    });
+  }
+  const count = shaped.data.tasks.length;
+  if (count === 0 || count > MAX_BATCH_TASKS) {
+    throw new ChronofenceError(
+      ErrorCode.Unprocessable,
+      `a batch holds 1 to ${MAX_BATCH_TASKS} tasks, got ${count}`,
+      { details: { rule: "batch_size", count } },
+    );
+  }
+  return shaped.data.tasks;
+}
+
+function serialisePayload(
+  payload: unknown,
+  ctx: SubmissionContext,
+  at: Record<string, unknown>,
+): string {
+  const problem = findJsonProblem(payload ?? null, MAX_PAYLOAD_DEPTH);
+  if (problem) {
+    throw new ChronofenceError(ErrorCode.Unprocessable, `payload violates ${problem.rule}`, {
+      details: { ...at, field: "payload", ...problem },
+    });
+  }
+  const json = JSON.stringify(payload ?? null);
+  // A UTF-8 byte is at most one UTF-16 unit per byte and at most 3 bytes per unit.
+  const tooLarge =
+    json.length > ctx.maxPayloadBytes ||
+    (json.length * 3 > ctx.maxPayloadBytes && utf8ByteLength(json) > ctx.maxPayloadBytes);
+  if (tooLarge) {
+    throw new ChronofenceError(ErrorCode.PayloadTooLarge, "payload too large", {
+      details: { ...at, max_payload_bytes: ctx.maxPayloadBytes },
+    });
+  }
+  return json;
+}
+
+function resolveRunAtMs(
+  runAt: string | undefined,
+  delayMs: number | undefined,
+  ctx: SubmissionContext,
+  at: Record<string, unknown>,
+): number {
+  const requestedMs = runAt !== undefined ? Date.parse(runAt) : ctx.nowMs + (delayMs ?? 0);
+  if (!Number.isFinite(requestedMs)) {
+    throw new ChronofenceError(ErrorCode.Unprocessable, "run_at is not a valid instant", {
+      details: { ...at, field: "run_at" },
+    });
+  }
+  if (requestedMs - ctx.nowMs > ctx.horizonMs) {
+    throw new ChronofenceError(ErrorCode.Unprocessable, "run_at is beyond the scheduling horizon", {
+      details: { ...at, rule: "horizon_exceeded", horizon_ms: ctx.horizonMs },
+    });
+  }
+  return Math.max(requestedMs, ctx.nowMs);
+}
+
+function issuesOf(error: z.ZodError): Array<{ path: string; message: string }> {
+  return error.issues.slice(0, 10).map((issue) => ({
+    path: issue.path.map(String).join("."),
+    message: issue.message,
+  }));
+}

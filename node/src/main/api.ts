@@ -1,0 +1,149 @@
+/**
+ * Composition root of the API role: builds the adapters from the config and
+ * wires them into the use cases and the HTTP server.
+ */
+
+import { apiRoutes } from "../adapters/http/routes.js";
+import { HttpServer } from "../adapters/http/server.js";
+import type { Logger } from "../adapters/logging/logger.js";
+import { ApiMetrics } from "../adapters/metrics/metrics.js";
+import { maintainTaskPartitions } from "../adapters/pg/partitions.js";
+import { createPgPool, type PgPool } from "../adapters/pg/pool.js";
+import { PgTaskStore } from "../adapters/pg/task-store.js";
+import { PgTenantDirectory } from "../adapters/pg/tenant-directory.js";
+import { createRedis, RedisHotTier } from "../adapters/redis/hot-tier.js";
+import { Authenticator } from "../app/authenticator.js";
+import { GroupCommitter } from "../app/group-commit.js";
+import { afterCommit, IngestService } from "../app/ingest.js";
+import { RateLimiter } from "../app/rate-limiter.js";
+import { TaskQueries } from "../app/task-queries.js";
+import { type Config, horizonMsOf } from "../config/config.js";
+import type { Clock } from "../ports/clock.js";
+import { uuidv7From } from "./ids.js";
+
+export interface RunningApi {
+  port: number;
+  /** Graceful: stop accepting, finish in-flight requests and commits, close connections. */
+  stop(): Promise<void>;
+}
+
+export async function startApi(config: Config, clock: Clock, logger: Logger): Promise<RunningApi> {
+  const onPgError = (error: Error) => logger.warn({ err: error }, "postgres connection error");
+  const pool = createPgPool({
+    connectionString: config.databaseUrl,
+    maxConnections: config.pgPoolSize,
+    statementTimeoutMs: config.pgStatementTimeoutMs,
+    connectTimeoutMs: config.pgConnectTimeoutMs,
+    role: config.databaseRole === "" ? null : config.databaseRole,
+    applicationName: "chronofence-api",
+    onError: onPgError,
+  });
+  // Maintenance is DDL: it runs as the login role, on a connection of its own.
+  const adminPool = createPgPool({
+    connectionString: config.databaseUrl,
+    maxConnections: 1,
+    statementTimeoutMs: 120_000,
+    connectTimeoutMs: config.pgConnectTimeoutMs,
+    role: null,
+    applicationName: "chronofence-maintenance",
+    onError: onPgError,
+  });
+  const redis = createRedis({
+    url: config.redisUrl,
+    keyPrefix: config.redisKeyPrefix,
+    commandTimeoutMs: config.redisCommandTimeoutMs,
+    connectTimeoutMs: config.pgConnectTimeoutMs,
+    onError: (error) => logger.warn({ err: error }, "redis error"),
+  });
+  const hotTier = new RedisHotTier(redis, config.redisKeyPrefix);
+  await hotTier
+    .connect()
+    .catch((error: unknown) => logger.warn({ err: error }, "redis not reachable yet"));
+
+  const newId = uuidv7From(clock);
+  const metrics = new ApiMetrics({ defaultMetrics: true });
+  const store = new PgTaskStore(pool);
+  let ingest: IngestService | undefined;
+  const committer = new GroupCommitter(
+    store,
+    clock,
+    {
+      maxBatchRows: config.groupCommitMaxRows,
+      maxInFlight: config.groupCommitMaxInFlight,
+      maxQueuedRows: config.ingestMaxQueuedRows,
+    },
+    afterCommit(
+      () => ingest!,
+      hotTier,
+      metrics,
+      (error) => logger.warn({ err: error }, "hot tier add failed; the pre-loader will repair it"),
+    ),
+  );
+  ingest = new IngestService(committer, store, new RateLimiter(clock), clock, newId, {
+    horizonMs: horizonMsOf(config),
+    hotWindowMs: config.hotWindowMs,
+  });
+  const authenticator = new Authenticator(new PgTenantDirectory(pool, newId), clock, {
+    cacheTtlMs: config.authCacheTtlMs,
+    negativeCacheTtlMs: Math.min(config.authCacheTtlMs, 1000),
+    maxCachedKeys: 100_000,
+  });
+
+  const bootId = newId().slice(-12);
+  let requestSeq = 0;
+  const routes = apiRoutes({
+    authenticator,
+    ingest,
+    queries: new TaskQueries(store, clock),
+    health: [
+      { name: "postgres", check: () => pool.query("SELECT 1").then(() => undefined) },
+      { name: "redis", check: () => hotTier.ping() },
+    ],
+    metrics,
+    maxSingleBodyBytes: config.maxSingleBodyBytes,
+    maxBatchBodyBytes: config.maxBatchBodyBytes,
+    nextRequestId: () => `${bootId}-${++requestSeq}`,
+  });
+  const server = new HttpServer(routes, {
+    host: config.host,
+    port: config.port,
+    requestTimeoutMs: config.requestTimeoutMs,
+    drainTimeoutMs: config.drainTimeoutMs,
+    monotonicMs: () => clock.monotonicMs(),
+    onRequest: (route, status) => metrics.request(route, status),
+    onError: (error, route) => logger.error({ err: error, route }, "request failed"),
+  });
+
+  const maintenance = startMaintenance(adminPool, config, clock, logger);
+  await maintenance.first;
+  const port = await server.listen();
+  logger.info({ port }, "api listening");
+
+  return {
+    port,
+    async stop() {
+      await server.close();
+      await committer.whenIdle();
+      maintenance.stop();
+      await Promise.allSettled([pool.end(), adminPool.end(), hotTier.close()]);
+      logger.info("api stopped");
+    },
+  };
+}
+
+/** Runs partition maintenance now and then every interval; failures are logged and retried. */
+function startMaintenance(pool: PgPool, config: Config, clock: Clock, logger: Logger) {
+  const plan = { horizonMs: horizonMsOf(config), retentionDays: config.retentionDays };
+  const run = (): Promise<void> =>
+    maintainTaskPartitions(pool, plan, clock.nowMs()).then(
+      (report) => logger.info(report, "partition maintenance done"),
+      (error: unknown) => {
+        // Without partitions ahead, inserts fail: retry soon, not in an hour.
+        logger.error({ err: error }, "partition maintenance failed; retrying in 10 s");
+        setTimeout(run, 10_000).unref();
+      },
+    );
+  const timer = setInterval(run, config.maintenanceIntervalMs);
+  timer.unref();
+  return { first: run(), stop: () => clearInterval(timer) };
+}

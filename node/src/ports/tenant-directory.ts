@@ -1,0 +1,25 @@
+import type { Principal, TenantLimits } from "../domain/tenant.js";
+
+export interface TenantRecord {
+  id: string;
+  name: string;
+  limits: TenantLimits;
+  createdAtMs: number;
+  activeKeys: number;
+}
+
+export interface CreatedTenant {
+  tenant: TenantRecord;
+  apiKeyId: string;
+  /** The plaintext key: shown once, never stored. */
+  apiKey: string;
+}
+
+/** Tenants and API keys. Keys are stored only as a hash. */
+export interface TenantDirectory {
+  authenticate(apiKeyHash: Uint8Array): Promise<Principal | null>;
+  create(name: string, limits: Partial<TenantLimits>, nowMs: number): Promise<CreatedTenant>;
+  list(): Promise<TenantRecord[]>;
+  /** True if a key was active and is now revoked. */
+  revokeKey(apiKeyId: string, nowMs: number): Promise<boolean>;
+}
