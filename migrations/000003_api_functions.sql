@@ -62,7 +62,8 @@ BEGIN
       INSERT INTO tasks (id, tenant_id, type, payload, priority, status, run_at, max_attempts,
                          timeout_ms, backoff_strategy, backoff_base_ms, backoff_max_ms,
                          idempotency_key, created_at, updated_at)
-      SELECT i.id, i.tenant_id, i.type, i.payload, i.priority, 'SCHEDULED', i.run_at,
+      -- JSON null arrives as SQL NULL from json_to_recordset: store it as jsonb null.
+      SELECT i.id, i.tenant_id, i.type, coalesce(i.payload, 'null'::jsonb), i.priority, 'SCHEDULED', i.run_at,
              i.max_attempts, i.timeout_ms, i.backoff_strategy, i.backoff_base_ms,
              i.backoff_max_ms, i.idempotency_key, i.created_at, i.created_at
         FROM input i

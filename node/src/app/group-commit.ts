@@ -11,7 +11,7 @@
  * A request's promise settles only after its group's commit has returned:
  * resolved means durable.
  */
-import { ChronofenceError, ErrorCode } from "../domain/errors.js";
+import { ChronofenceError, ErrorCode, isChronofenceError } from "../domain/errors.js";
 import type { Clock } from "../ports/clock.js";
 import type { InsertOutcome, InsertRequest, TaskStore } from "../ports/task-store.js";
 
@@ -110,6 +110,11 @@ export class GroupCommitter {
       outcomes = await this.store.insertMany(rows, this.clock.nowMs());
     } catch (error) {
       this.report({ rows, outcomes: [] }, startMs, false);
+      if (group.length > 1 && !isTransient(error)) {
+        // One bad row must not fail its neighbours: commit each request alone.
+        await Promise.all(group.map((waiter) => this.commit([waiter])));
+        return;
+      }
       for (const waiter of group) waiter.reject(error);
       return;
     }
@@ -135,3 +140,6 @@ export class GroupCommitter {
     for (const resolve of waiters) resolve();
   }
 }
+
+const isTransient = (error: unknown): boolean =>
+  isChronofenceError(error) && error.code === ErrorCode.Unavailable;

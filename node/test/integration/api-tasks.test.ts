@@ -1,0 +1,301 @@
+/** Success paths, idempotency and tenant isolation of the task endpoints, on real Postgres and Redis. */
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dueKey, shardOf } from "../../src/domain/shard.js";
+import { call, newTenant, startTestApi, type TestApi, type TestTenant } from "./support/api.js";
+import {
+  migratedDatabase,
+  requireRedis,
+  TEST_REDIS_URL,
+  type TestDatabase,
+  testConfig,
+  withPg,
+} from "./support/services.js";
+
+let db: TestDatabase;
+let api: TestApi;
+let a: TestTenant;
+let b: TestTenant;
+let redis: Redis;
+
+beforeAll(async () => {
+  await requireRedis();
+  db = await migratedDatabase();
+  api = await startTestApi(testConfig(db.url));
+  a = await newTenant(api.config);
+  b = await newTenant(api.config);
+  redis = new Redis(TEST_REDIS_URL);
+});
+
+afterAll(async () => {
+  redis?.disconnect();
+  await api?.stop();
+  await db?.drop();
+});
+
+const post = (key: string, body: unknown) => call(api.baseUrl, "POST", "/v1/tasks", { key, body });
+const rowOf = (id: string) =>
+  withPg(db.url, async (c) => (await c.query("SELECT * FROM tasks WHERE id = $1", [id])).rows[0]);
+
+describe("health", () => {
+  it("answers /healthz and /readyz with both dependencies up", async () => {
+    expect((await call(api.baseUrl, "GET", "/healthz")).status).toBe(200);
+    const ready = await call(api.baseUrl, "GET", "/readyz");
+    expect(ready.status).toBe(200);
+    expect(ready.body.checks).toEqual({ postgres: "ok", redis: "ok" });
+  });
+});
+
+describe("POST /v1/tasks", () => {
+  it("commits the task, audits it, and adds a due-soon task to its Redis shard", async () => {
+    const res = await post(a.apiKey, {
+      type: "email.send",
+      payload: { to: "x@y" },
+      delay_ms: 60_000,
+    });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({
+      type: "email.send",
+      status: "SCHEDULED",
+      priority: "standard",
+    });
+    expect(res.body.payload).toEqual({ to: "x@y" });
+    const row = await rowOf(res.body.id);
+    expect(row).toMatchObject({
+      tenant_id: a.id,
+      status: "SCHEDULED",
+      max_attempts: 3,
+      timeout_ms: 30000,
+    });
+    expect(row.run_at.toISOString()).toBe(res.body.run_at);
+    const audit = await withPg(db.url, (c) =>
+      c.query("SELECT action FROM audit_log WHERE $1 = ANY(task_ids)", [res.body.id]),
+    );
+    expect(audit.rows).toEqual([{ action: "task.create" }]);
+    const key = dueKey(api.config.redisKeyPrefix, shardOf(a.id, res.body.id));
+    // The ZADD follows the commit without delaying the answer: wait for it.
+    await expect
+      .poll(() => redis.zscore(key, res.body.id))
+      .toBe(String(Date.parse(res.body.run_at)));
+  });
+
+  it("keeps a task beyond the hot window out of Redis", async () => {
+    const res = await post(a.apiKey, { type: "later", delay_ms: 2 * 3_600_000 });
+    expect(res.status).toBe(201);
+    await post(a.apiKey, { type: "now" }); // a later commit whose ZADD we can wait for
+    const key = dueKey(api.config.redisKeyPrefix, shardOf(a.id, res.body.id));
+    expect(await redis.zscore(key, res.body.id)).toBeNull();
+  });
+
+  it("treats run_at in the past as due now", async () => {
+    const before = Date.now();
+    const res = await post(a.apiKey, { type: "t", run_at: "2001-01-01T00:00:00Z" });
+    expect(res.status).toBe(201);
+    expect(Date.parse(res.body.run_at)).toBeGreaterThanOrEqual(before);
+  });
+
+  it("accepts every documented field", async () => {
+    const runAt = new Date(Date.now() + 86_400_000).toISOString();
+    const res = await post(a.apiKey, {
+      type: "report:daily/v2",
+      payload: [1, "two", { three: null }],
+      run_at: runAt,
+      priority: "critical",
+      idempotency_key: "full-1",
+      max_attempts: 7,
+      timeout_ms: 1234,
+      backoff: { strategy: "fixed", base_ms: 10, max_ms: 20 },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({
+      run_at: runAt,
+      priority: "critical",
+      idempotency_key: "full-1",
+      max_attempts: 7,
+      timeout_ms: 1234,
+      backoff: { strategy: "fixed", base_ms: 10, max_ms: 20 },
+    });
+  });
+});
+
+describe("idempotency", () => {
+  it("replays the same key and body with 200 and the original task", async () => {
+    const body = { type: "charge", payload: { cents: 100 }, idempotency_key: "pay-1" };
+    const first = await post(a.apiKey, body);
+    const again = await post(a.apiKey, body);
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(200);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body.id).toBe(first.body.id);
+    const count = await withPg(db.url, (c) =>
+      c.query("SELECT count(*)::int AS n FROM tasks WHERE idempotency_key = 'pay-1'"),
+    );
+    expect(count.rows[0].n).toBe(1);
+  });
+
+  it("answers 409 for the same key with another body", async () => {
+    await post(a.apiKey, { type: "charge", payload: { cents: 1 }, idempotency_key: "pay-2" });
+    const res = await post(a.apiKey, {
+      type: "charge",
+      payload: { cents: 2 },
+      idempotency_key: "pay-2",
+    });
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe("idempotency_conflict");
+  });
+
+  it("scopes keys by tenant", async () => {
+    const body = { type: "charge", idempotency_key: "shared-key" };
+    const fromA = await post(a.apiKey, body);
+    const fromB = await post(b.apiKey, body);
+    expect([fromA.status, fromB.status]).toEqual([201, 201]);
+    expect(fromB.body.id).not.toBe(fromA.body.id);
+  });
+
+  it("creates one task for concurrent requests with one key", async () => {
+    const body = { type: "race", idempotency_key: "race-1" };
+    const answers = await Promise.all(Array.from({ length: 20 }, () => post(a.apiKey, body)));
+    expect(answers.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(answers.filter((r) => r.status === 200)).toHaveLength(19);
+    expect(new Set(answers.map((r) => r.body.id)).size).toBe(1);
+  });
+});
+
+describe("POST /v1/tasks/batch", () => {
+  it("commits up to 1000 tasks in one request", async () => {
+    const tasks = Array.from({ length: 1000 }, (_, i) => ({
+      type: "bulk",
+      payload: { i },
+      priority: "bulk",
+    }));
+    const res = await call(api.baseUrl, "POST", "/v1/tasks/batch", {
+      key: a.apiKey,
+      body: { tasks },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.tasks).toHaveLength(1000);
+    const ids = res.body.tasks.map((t: { id: string }) => t.id);
+    const stored = await withPg(db.url, (c) =>
+      c.query("SELECT count(*)::int AS n FROM tasks WHERE id = ANY($1::uuid[])", [ids]),
+    );
+    expect(stored.rows[0].n).toBe(1000);
+  });
+
+  it("reports replays and conflicts per item", async () => {
+    await post(a.apiKey, { type: "x", idempotency_key: "b-1" });
+    const res = await call(api.baseUrl, "POST", "/v1/tasks/batch", {
+      key: a.apiKey,
+      body: {
+        tasks: [
+          { type: "x", idempotency_key: "b-1" },
+          { type: "y", idempotency_key: "b-1" },
+          { type: "z" },
+        ],
+      },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.tasks[0].idempotent_replayed).toBe(true);
+    expect(res.body.tasks[1].error.code).toBe("idempotency_conflict");
+    expect(res.body.tasks[2]).toMatchObject({ status: "SCHEDULED", idempotent_replayed: false });
+  });
+});
+
+describe("GET and DELETE", () => {
+  it("gets a task by id", async () => {
+    const created = await post(a.apiKey, { type: "get-me", payload: { n: 1 } });
+    const res = await call(api.baseUrl, "GET", `/v1/tasks/${created.body.id}`, { key: a.apiKey });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: created.body.id, type: "get-me", payload: { n: 1 } });
+  });
+
+  it("lists with filters and keyset pagination", async () => {
+    const t = await newTenant(api.config);
+    const made = [];
+    for (let i = 0; i < 5; i++)
+      made.push((await post(t.apiKey, { type: i % 2 ? "odd" : "even" })).body.id);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const q: string = `/v1/tasks?limit=2${cursor ? `&cursor=${cursor}` : ""}`;
+      const page = await call(api.baseUrl, "GET", q, { key: t.apiKey });
+      expect(page.status).toBe(200);
+      expect(page.body.tasks.length).toBeLessThanOrEqual(2);
+      seen.push(...page.body.tasks.map((x: { id: string }) => x.id));
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual(made);
+    const odd = await call(api.baseUrl, "GET", "/v1/tasks?type=odd", { key: t.apiKey });
+    expect(odd.body.tasks.map((x: { id: string }) => x.id)).toEqual([made[1], made[3]]);
+    await call(api.baseUrl, "DELETE", `/v1/tasks/${made[0]}`, { key: t.apiKey });
+    const cancelled = await call(api.baseUrl, "GET", "/v1/tasks?status=CANCELLED", {
+      key: t.apiKey,
+    });
+    expect(cancelled.body.tasks.map((x: { id: string }) => x.id)).toEqual([made[0]]);
+  });
+
+  it("cancels a scheduled task once, then answers 409", async () => {
+    const created = await post(a.apiKey, { type: "cancel-me" });
+    const path = `/v1/tasks/${created.body.id}`;
+    const res = await call(api.baseUrl, "DELETE", path, { key: a.apiKey });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe("CANCELLED");
+    expect(res.body.cancelled_at).not.toBeNull();
+    const again = await call(api.baseUrl, "DELETE", path, { key: a.apiKey });
+    expect(again.status).toBe(409);
+    expect(again.body.error).toMatchObject({
+      code: "invalid_transition",
+      details: { status: "CANCELLED" },
+    });
+  });
+
+  it("refuses to cancel a running task (409)", async () => {
+    const created = await post(a.apiKey, { type: "busy" });
+    await withPg(db.url, (c) =>
+      c.query("UPDATE tasks SET status = 'RUNNING' WHERE id = $1", [created.body.id]),
+    );
+    const res = await call(api.baseUrl, "DELETE", `/v1/tasks/${created.body.id}`, {
+      key: a.apiKey,
+    });
+    expect(res.status).toBe(409);
+    expect((await rowOf(created.body.id)).status).toBe("RUNNING");
+  });
+});
+
+describe("tenant isolation", () => {
+  it("hides tenant A's task from tenant B: read, list and cancel are 404", async () => {
+    const created = await post(a.apiKey, { type: "secret" });
+    const path = `/v1/tasks/${created.body.id}`;
+    expect((await call(api.baseUrl, "GET", path, { key: b.apiKey })).status).toBe(404);
+    expect((await call(api.baseUrl, "DELETE", path, { key: b.apiKey })).status).toBe(404);
+    const list = await call(api.baseUrl, "GET", "/v1/tasks?limit=1000", { key: b.apiKey });
+    expect(list.body.tasks.map((x: { id: string }) => x.id)).not.toContain(created.body.id);
+    expect((await rowOf(created.body.id)).status).toBe("SCHEDULED");
+  });
+
+  it("enforces it in Postgres too: the API role sees only app.tenant_id's rows", async () => {
+    const created = await post(a.apiKey, { type: "rls" });
+    const seen = await withPg(db.url, async (c) => {
+      await c.query("BEGIN; SET LOCAL ROLE chronofence_api");
+      await c.query("SELECT set_config('app.tenant_id', $1, true)", [b.id]);
+      const asB = await c.query("SELECT count(*)::int AS n FROM tasks WHERE id = $1", [
+        created.body.id,
+      ]);
+      await c.query("SELECT set_config('app.tenant_id', '', true)");
+      const asNobody = await c.query("SELECT count(*)::int AS n FROM tasks");
+      await c.query("ROLLBACK");
+      return [asB.rows[0].n, asNobody.rows[0].n];
+    });
+    expect(seen).toEqual([0, 0]);
+  });
+});
+
+describe("metrics", () => {
+  it("exposes requests by route and status, commit batch sizes and latency", async () => {
+    const res = await call(api.baseUrl, "GET", "/metrics");
+    expect(res.status).toBe(200);
+    expect(res.body).toContain('cf_http_requests_total{route="POST /v1/tasks",status="201"}');
+    expect(res.body).toContain("cf_group_commit_rows_bucket");
+    expect(res.body).toContain("cf_group_commit_duration_seconds_bucket");
+    expect(res.body).toContain("cf_rate_limited_requests_total");
+  });
+});

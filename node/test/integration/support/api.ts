@@ -1,0 +1,79 @@
+/** Starts the real API role in-process against a test database, and a tiny client for it. */
+import { pino } from "pino";
+import { systemClock } from "../../../src/adapters/clock/system-clock.js";
+import type { Config } from "../../../src/config/config.js";
+import type { TenantLimits } from "../../../src/domain/tenant.js";
+import { createTenant } from "../../../src/main/admin.js";
+import { type RunningApi, startApi } from "../../../src/main/api.js";
+import type { Clock } from "../../../src/ports/clock.js";
+import { deleteRedisKeys } from "./services.js";
+
+export interface TestApi {
+  api: RunningApi;
+  baseUrl: string;
+  config: Config;
+  stop(): Promise<void>;
+}
+
+export async function startTestApi(config: Config, clock: Clock = systemClock): Promise<TestApi> {
+  // CF_TEST_LOG_LEVEL=error shows what the server logs while a test runs.
+  const logger = pino({ level: process.env.CF_TEST_LOG_LEVEL ?? "silent" });
+  const api = await startApi(config, clock, logger);
+  return {
+    api,
+    config,
+    baseUrl: `http://127.0.0.1:${api.port}`,
+    async stop() {
+      await api.stop();
+      await deleteRedisKeys(config.redisKeyPrefix);
+    },
+  };
+}
+
+export interface TestTenant {
+  id: string;
+  apiKeyId: string;
+  apiKey: string;
+}
+
+export async function newTenant(
+  config: Config,
+  limits: Partial<TenantLimits> = {},
+): Promise<TestTenant> {
+  const name = `tenant-${Math.random().toString(36).slice(2)}`;
+  const created = await createTenant(config, systemClock, name, {
+    ratePerS: 100_000,
+    burst: 100_000,
+    ...limits,
+  });
+  return { id: created.tenant.id, apiKeyId: created.apiKeyId, apiKey: created.apiKey };
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+export async function call(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: { key?: string; body?: unknown; rawBody?: string | Uint8Array } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  if (options.key) headers.authorization = `Bearer ${options.key}`;
+  let body: string | Uint8Array | undefined;
+  if (options.rawBody !== undefined) body = options.rawBody;
+  else if (options.body !== undefined) body = JSON.stringify(options.body);
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetch(`${baseUrl}${path}`, { method, headers, body });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // metrics are text
+  }
+  return { status: response.status, headers: response.headers, body: parsed };
+}
