@@ -134,16 +134,27 @@ export async function startApi(config: Config, clock: Clock, logger: Logger): Pr
 /** Runs partition maintenance now and then every interval; failures are logged and retried. */
 function startMaintenance(pool: PgPool, config: Config, clock: Clock, logger: Logger) {
   const plan = { horizonMs: horizonMsOf(config), retentionDays: config.retentionDays };
+  let retry: NodeJS.Timeout | undefined;
+  let stopped = false;
   const run = (): Promise<void> =>
     maintainTaskPartitions(pool, plan, clock.nowMs()).then(
       (report) => logger.info(report, "partition maintenance done"),
       (error: unknown) => {
+        if (stopped) return;
         // Without partitions ahead, inserts fail: retry soon, not in an hour.
         logger.error({ err: error }, "partition maintenance failed; retrying in 10 s");
-        setTimeout(run, 10_000).unref();
+        retry = setTimeout(run, 10_000);
+        retry.unref();
       },
     );
   const timer = setInterval(run, config.maintenanceIntervalMs);
   timer.unref();
-  return { first: run(), stop: () => clearInterval(timer) };
+  return {
+    first: run(),
+    stop: () => {
+      stopped = true;
+      clearInterval(timer);
+      clearTimeout(retry);
+    },
+  };
 }

@@ -1,0 +1,150 @@
+/**
+ * Dependencies that are down or slow: the API answers 503 (or, for Redis at
+ * ingest, still 201 — Postgres is the authority), never hangs, never crashes;
+ * and SIGTERM-style shutdown lets in-flight requests finish.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Config } from "../../src/config/config.js";
+import { call, newTenant, startTestApi, type TestApi, type TestTenant } from "./support/api.js";
+import {
+  migratedDatabase,
+  requireRedis,
+  type TestDatabase,
+  testConfig,
+  withPg,
+} from "./support/services.js";
+
+let db: TestDatabase;
+let tenant: TestTenant;
+const running: TestApi[] = [];
+
+beforeAll(async () => {
+  await requireRedis();
+  db = await migratedDatabase();
+  tenant = await newTenant(testConfig(db.url));
+});
+
+afterAll(async () => {
+  await Promise.all(running.map((api) => api.stop()));
+  await db?.drop();
+});
+
+async function start(overrides: Partial<Config>): Promise<TestApi> {
+  const api = await startTestApi(testConfig(db.url, overrides));
+  running.push(api);
+  return api;
+}
+
+/** Holds an exclusive lock on tasks until release() — inserts and reads block. */
+async function lockTasks(): Promise<{ release: () => Promise<void> }> {
+  const pg = await import("pg");
+  const client = new pg.default.Client({ connectionString: db.url });
+  await client.connect();
+  await client.query("BEGIN; LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE");
+  return {
+    release: async () => {
+      await client.query("ROLLBACK");
+      await client.end();
+    },
+  };
+}
+
+const waitingOnLock = () =>
+  withPg(
+    db.url,
+    async (c) =>
+      (
+        await c.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+      ).rows[0].n,
+  );
+
+describe("Postgres down", () => {
+  it("answers 503 and reports not ready, then serves again", async () => {
+    const api = await start({
+      databaseUrl: "postgres://postgres@127.0.0.1:1/nowhere",
+      pgConnectTimeoutMs: 500,
+    });
+    const res = await call(api.baseUrl, "POST", "/v1/tasks", {
+      key: tenant.apiKey,
+      body: { type: "a" },
+    });
+    expect(res.status).toBe(503);
+    expect(res.body.error.code).toBe("unavailable");
+    const ready = await call(api.baseUrl, "GET", "/readyz");
+    expect(ready.status).toBe(503);
+    expect(ready.body.checks.postgres).toBe("unavailable");
+    expect((await call(api.baseUrl, "GET", "/healthz")).status).toBe(200);
+  });
+});
+
+describe("Postgres slow", () => {
+  it("answers 503 when a statement times out, and 201 once Postgres is back", async () => {
+    const api = await start({ pgStatementTimeoutMs: 300, requestTimeoutMs: 5000 });
+    const post = () =>
+      call(api.baseUrl, "POST", "/v1/tasks", { key: tenant.apiKey, body: { type: "a" } });
+    expect((await post()).status).toBe(201); // warms the key cache before the lock
+    const lock = await lockTasks();
+    try {
+      const res = await post();
+      expect(res.status).toBe(503);
+    } finally {
+      await lock.release();
+    }
+    expect((await post()).status).toBe(201);
+  });
+
+  it("answers 503 at the request deadline even if Postgres never answers", async () => {
+    const api = await start({ pgStatementTimeoutMs: 30_000, requestTimeoutMs: 400 });
+    const get = () => call(api.baseUrl, "GET", "/v1/tasks", { key: tenant.apiKey });
+    expect((await get()).status).toBe(200);
+    const lock = await lockTasks();
+    try {
+      const res = await get();
+      expect(res.status).toBe(503);
+      expect(res.body.error.message).toMatch(/timed out/);
+    } finally {
+      await lock.release();
+    }
+  });
+});
+
+describe("Redis down", () => {
+  it("still accepts tasks durably (the pre-loader repairs Redis) but is not ready", async () => {
+    const api = await start({ redisUrl: "redis://127.0.0.1:1", redisCommandTimeoutMs: 200 });
+    const res = await call(api.baseUrl, "POST", "/v1/tasks", {
+      key: tenant.apiKey,
+      body: { type: "a" },
+    });
+    expect(res.status).toBe(201);
+    const ready = await call(api.baseUrl, "GET", "/readyz");
+    expect(ready.status).toBe(503);
+    expect(ready.body.checks).toEqual({ postgres: "ok", redis: "unavailable" });
+    await expect
+      .poll(async () => (await call(api.baseUrl, "GET", "/metrics")).body)
+      .toMatch(/cf_hot_tier_adds_total\{outcome="error"\} [1-9]/);
+  });
+});
+
+describe("graceful shutdown", () => {
+  it("finishes an in-flight request before closing", async () => {
+    const api = await startTestApi(testConfig(db.url));
+    const post = () =>
+      call(api.baseUrl, "POST", "/v1/tasks", { key: tenant.apiKey, body: { type: "a" } });
+    expect((await post()).status).toBe(201);
+    const lock = await lockTasks();
+    const inFlight = post();
+    await expect.poll(waitingOnLock).toBeGreaterThan(0);
+    const stopped = api.stop();
+    await lock.release();
+    const res = await inFlight;
+    expect(res.status).toBe(201);
+    await stopped;
+    await expect(post()).rejects.toThrow();
+    const stored = await withPg(db.url, (c) =>
+      c.query("SELECT 1 FROM tasks WHERE id = $1", [res.body.id]),
+    );
+    expect(stored.rowCount).toBe(1);
+  });
+});
