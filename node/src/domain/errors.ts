@@ -23,6 +23,8 @@ export const ErrorCode = {
   PayloadTooLarge: "payload_too_large",
   /** The tenant's token bucket is empty. Retryable after `retryAfterMs`. */
   RateLimited: "rate_limited",
+  /** The client did not finish sending its request in time. */
+  RequestTimeout: "request_timeout",
   /** A dependency (Postgres, Redis) is down, slow or overloaded. Retryable. */
   Unavailable: "unavailable",
   /** The route does not exist. */

@@ -11,6 +11,7 @@ export const STATUS_OF_CODE: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.InvalidTransition]: 409,
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.RateLimited]: 429,
+  [ErrorCode.RequestTimeout]: 408,
   [ErrorCode.Unavailable]: 503,
   [ErrorCode.RouteNotFound]: 404,
   [ErrorCode.MethodNotAllowed]: 405,

@@ -34,6 +34,8 @@ interface Exchange {
   res: uWS.HttpResponse;
   route: string;
   deadlineMs: number;
+  /** Still receiving the body: a deadline then is the client's fault (408), not ours (503). */
+  reading: boolean;
   done: boolean;
 }
 
@@ -116,6 +118,7 @@ export class HttpServer {
       res,
       route,
       deadlineMs: this.options.monotonicMs() + this.options.requestTimeoutMs,
+      reading: false,
       done: false,
     };
     res.onAborted(() => this.finish(exchange));
@@ -126,12 +129,15 @@ export class HttpServer {
   private readBody(exchange: Exchange, maxBytes: number, then: (body: Buffer) => void): void {
     const chunks: Buffer[] = [];
     let size = 0;
+    exchange.reading = true;
     exchange.res.onData((chunk, isLast) => {
       if (exchange.done) return;
       size += chunk.byteLength;
       if (size > maxBytes) return this.tooLarge(exchange, maxBytes);
       chunks.push(Buffer.from(new Uint8Array(chunk))); // a copy: uWS reuses `chunk`
-      if (isLast) then(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      if (!isLast) return;
+      exchange.reading = false;
+      then(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     });
   }
 
@@ -191,7 +197,14 @@ export class HttpServer {
   private expireDeadlines(): void {
     const nowMs = this.options.monotonicMs();
     for (const exchange of this.inFlight) {
-      if (exchange.deadlineMs <= nowMs) {
+      if (exchange.deadlineMs > nowMs) continue;
+      if (exchange.reading) {
+        const error = new ChronofenceError(
+          ErrorCode.RequestTimeout,
+          "request body not received in time",
+        );
+        this.fail(exchange, error, true);
+      } else {
         this.fail(exchange, new ChronofenceError(ErrorCode.Unavailable, "request timed out"));
       }
     }
@@ -224,6 +237,7 @@ const STATUS_LINES: Record<number, string> = {
   401: "401 Unauthorized",
   404: "404 Not Found",
   405: "405 Method Not Allowed",
+  408: "408 Request Timeout",
   409: "409 Conflict",
   413: "413 Payload Too Large",
   422: "422 Unprocessable Entity",

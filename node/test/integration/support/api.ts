@@ -67,7 +67,9 @@ export async function call(
   if (options.rawBody !== undefined) body = options.rawBody;
   else if (options.body !== undefined) body = JSON.stringify(options.body);
   if (body !== undefined) headers["content-type"] = "application/json";
-  const response = await fetch(`${baseUrl}${path}`, { method, headers, body });
+  const init: RequestInit = { method, headers };
+  if (body !== undefined) init.body = body as BodyInit;
+  const response = await fetch(`${baseUrl}${path}`, init);
   const text = await response.text();
   let parsed: unknown = text;
   try {
