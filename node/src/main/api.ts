@@ -19,6 +19,7 @@ import { RateLimiter } from "../app/rate-limiter.js";
 import { TaskQueries } from "../app/task-queries.js";
 import { type Config, horizonMsOf } from "../config/config.js";
 import type { Clock } from "../ports/clock.js";
+import type { TaskStore } from "../ports/task-store.js";
 import { uuidv7From } from "./ids.js";
 
 export interface RunningApi {
@@ -27,7 +28,17 @@ export interface RunningApi {
   stop(): Promise<void>;
 }
 
-export async function startApi(config: Config, clock: Clock, logger: Logger): Promise<RunningApi> {
+/** Seams for tests that need to fail on purpose (e.g. crash between commit and answer). */
+export interface ApiSeams {
+  wrapTaskStore?: (store: TaskStore) => TaskStore;
+}
+
+export async function startApi(
+  config: Config,
+  clock: Clock,
+  logger: Logger,
+  seams: ApiSeams = {},
+): Promise<RunningApi> {
   const onPgError = (error: Error) => logger.warn({ err: error }, "postgres connection error");
   const pool = createPgPool({
     connectionString: config.databaseUrl,
@@ -62,7 +73,8 @@ export async function startApi(config: Config, clock: Clock, logger: Logger): Pr
 
   const newId = uuidv7From(clock);
   const metrics = new ApiMetrics({ defaultMetrics: true });
-  const store = new PgTaskStore(pool);
+  const pgStore = new PgTaskStore(pool);
+  const store = seams.wrapTaskStore ? seams.wrapTaskStore(pgStore) : pgStore;
   let ingest: IngestService | undefined;
   const committer = new GroupCommitter(
     store,

@@ -1,0 +1,63 @@
+/** Bundles support/api-child.ts (TypeScript) into plain ESM once, and runs it as a real process. */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdir, rm } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repoRoot = path.resolve(here, "../../../..");
+
+/** Writes the bundle inside the repo (under .cache/, git-ignored) so node_modules resolve. */
+export async function bundleApiChild(): Promise<{ file: string; cleanup: () => Promise<void> }> {
+  const { build } = await import("rolldown");
+  const dir = path.join(repoRoot, ".cache", `api-child-${process.pid}-${Date.now()}`);
+  await mkdir(dir, { recursive: true });
+  const file = path.join(dir, "api-child.mjs");
+  await build({
+    input: path.join(here, "api-child.ts"),
+    platform: "node",
+    external: (id) => !id.startsWith(".") && !path.isAbsolute(id),
+    output: { file, format: "esm" },
+    logLevel: "silent",
+  });
+  return { file, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+export interface Child {
+  process: ChildProcess;
+  port: number;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const live = new Set<ChildProcess>();
+
+/** Kills every child still running (afterAll: a failed test must not leave servers behind). */
+export function killChildren(): void {
+  for (const child of live) child.kill("SIGKILL");
+}
+
+export async function startChild(file: string, env: Record<string, string>): Promise<Child> {
+  const child = spawn(process.execPath, [file], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  live.add(child);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => {
+      live.delete(child);
+      resolve({ code, signal });
+    }),
+  );
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /LISTENING (\d+)/.exec(out);
+      if (match) resolve(Number(match[1]));
+    });
+    exited.then(({ code, signal }) =>
+      reject(new Error(`api child exited early (${code ?? signal})`)),
+    );
+  });
+  return { process: child, port, exited };
+}
