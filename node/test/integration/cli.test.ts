@@ -1,0 +1,57 @@
+/** The operator commands, run through the real CLI entry point against a test database. */
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { main } from "../../src/main/cli.js";
+import { createTestDatabase, type TestDatabase, withPg } from "./support/services.js";
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  // This file's worker is its own process: the CLI reads its config from here.
+  process.env.DATABASE_URL = db.url;
+  process.env.CF_HORIZON_DAYS = "3";
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+async function run(...args: string[]): Promise<string[]> {
+  const lines: string[] = [];
+  const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => {
+    lines.push(String(line));
+  });
+  try {
+    await main(["node", "chronofence", ...args]);
+  } finally {
+    spy.mockRestore();
+  }
+  return lines;
+}
+
+describe("chronofence CLI", () => {
+  it("migrates twice without harm", async () => {
+    expect((await run("migrate")).join("\n")).toMatch(/3 applied, 0 already applied/);
+    expect((await run("migrate")).join("\n")).toMatch(/0 applied, 3 already applied/);
+  });
+
+  it("creates a tenant, printing its API key last; lists it; revokes the key", async () => {
+    const out = await run("tenants", "create", "acme", "--rate", "50", "--burst", "100");
+    const apiKey = out.at(-1)!;
+    expect(apiKey).toMatch(/^cfk_[A-Za-z0-9_-]{43}$/);
+    const keyId = /api key id (\S+)/.exec(out.join("\n"))![1]!;
+    const stored = await withPg(db.url, (c) =>
+      c.query("SELECT key_hash FROM api_keys WHERE id = $1", [keyId]),
+    );
+    expect(stored.rows[0].key_hash).toHaveLength(32); // only the hash is stored
+    const list = await run("tenants", "list");
+    expect(list.join("\n")).toMatch(/acme {2}rate=50\/s burst=100 .* keys=1/);
+    expect(await run("keys", "revoke", keyId)).toEqual([`revoked ${keyId}`]);
+    await expect(run("keys", "revoke", keyId)).rejects.toThrow(/no active API key/);
+    expect((await run("tenants", "list")).join("\n")).toMatch(/keys=0/);
+  });
+
+  it("refuses a duplicate tenant name", async () => {
+    await expect(run("tenants", "create", "acme")).rejects.toThrow(/already exists/);
+  });
+});
