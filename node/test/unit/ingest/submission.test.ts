@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import { ChronofenceError } from "../../../src/domain/errors.js";
+import { validateBatchEnvelope, validateSubmission } from "../../../src/domain/submission.js";
+
+const NOW_MS = Date.parse("2030-01-01T00:00:00Z");
+const ctx = {
+  tenantId: "t-1",
+  nowMs: NOW_MS,
+  horizonMs: 365 * 86_400_000,
+  maxPayloadBytes: 100,
+  newTaskId: () => "id-1",
+};
+
+const codeOf = (input: unknown, index?: number) => {
+  try {
+    validateSubmission(input, ctx, index);
+    return "ok";
+  } catch (error) {
+    return (error as ChronofenceError).code;
+  }
+};
+
+describe("validateSubmission", () => {
+  it("fills documented defaults", () => {
+    const { draft } = validateSubmission({ type: "a" }, ctx);
+    expect(draft).toMatchObject({
+      id: "id-1",
+      tenantId: "t-1",
+      payloadJson: "null",
+      priority: "standard",
+      runAtMs: NOW_MS,
+      maxAttempts: 3,
+      timeoutMs: 30_000,
+      backoff: { strategy: "exponential", baseMs: 1000, maxMs: 3_600_000 },
+      idempotencyKey: null,
+      createdAtMs: NOW_MS,
+    });
+  });
+
+  it("resolves delay_ms and run_at against the injected now", () => {
+    expect(validateSubmission({ type: "a", delay_ms: 500 }, ctx).draft.runAtMs).toBe(NOW_MS + 500);
+    const runAt = "2030-01-02T03:04:05.678+02:00";
+    expect(validateSubmission({ type: "a", run_at: runAt }, ctx).draft.runAtMs).toBe(
+      Date.parse(runAt),
+    );
+  });
+
+  it("treats a past run_at as now", () => {
+    expect(
+      validateSubmission({ type: "a", run_at: "1999-01-01T00:00:00Z" }, ctx).draft.runAtMs,
+    ).toBe(NOW_MS);
+  });
+
+  it("accepts exactly the horizon and refuses 1 ms more (422)", () => {
+    expect(codeOf({ type: "a", delay_ms: ctx.horizonMs })).toBe("ok");
+    expect(codeOf({ type: "a", delay_ms: ctx.horizonMs + 1 })).toBe("unprocessable");
+  });
+
+  it("separates malformed (400) from invalid (422)", () => {
+    expect(codeOf({ type: 1 })).toBe("invalid_request");
+    expect(codeOf({ type: "a", extra: 1 })).toBe("invalid_request");
+    expect(codeOf("a")).toBe("invalid_request");
+    expect(codeOf({ type: "a", max_attempts: 0 })).toBe("unprocessable");
+    expect(codeOf({ type: "a", priority: "urgent" })).toBe("unprocessable");
+    expect(codeOf({ type: "a", run_at: "2030-01-01T00:00:00Z", delay_ms: 1 })).toBe(
+      "unprocessable",
+    );
+  });
+
+  it("measures the payload in UTF-8 bytes (413 beyond the tenant limit)", () => {
+    expect(codeOf({ type: "a", payload: "x".repeat(98) })).toBe("ok"); // 100 bytes with quotes
+    expect(codeOf({ type: "a", payload: "x".repeat(99) })).toBe("payload_too_large");
+    // 49 two-byte chars + 2 quotes = 100 bytes; 50 = 102 bytes though only 52 UTF-16 units.
+    expect(codeOf({ type: "a", payload: "é".repeat(49) })).toBe("ok");
+    expect(codeOf({ type: "a", payload: "é".repeat(50) })).toBe("payload_too_large");
+    expect(codeOf({ type: "a", payload: "😀".repeat(25) })).toBe("payload_too_large");
+  });
+
+  it("rejects deep and non-finite payloads without overflowing the stack", () => {
+    const deep = JSON.parse(`${"[".repeat(100_000)}${"]".repeat(100_000)}`);
+    expect(codeOf({ type: "a", payload: deep })).toBe("unprocessable");
+    expect(codeOf({ type: "a", payload: { n: Infinity } })).toBe("unprocessable");
+  });
+
+  it("names the batch item in error details", () => {
+    try {
+      validateSubmission({ type: 1 }, ctx, 7);
+    } catch (error) {
+      expect((error as ChronofenceError).details).toMatchObject({ index: 7 });
+    }
+  });
+
+  it("hashes the same body to the same canonical request whatever the whitespace", () => {
+    const a = validateSubmission(JSON.parse('{ "type": "a",  "payload": {"x": 1} }'), ctx);
+    const b = validateSubmission(JSON.parse('{"type":"a","payload":{"x":1}}'), ctx);
+    expect(a.canonicalRequest).toBe(b.canonicalRequest);
+  });
+});
+
+describe("validateBatchEnvelope", () => {
+  it("accepts 1..1000 items", () => {
+    expect(validateBatchEnvelope({ tasks: [{}] })).toHaveLength(1);
+    expect(() => validateBatchEnvelope({ tasks: [] })).toThrow(/1 to 1000/);
+    expect(() => validateBatchEnvelope({ tasks: new Array(1001).fill({}) })).toThrow(/1 to 1000/);
+    expect(() => validateBatchEnvelope([{}])).toThrow(ChronofenceError);
+  });
+});
