@@ -20,7 +20,8 @@ export class PgTaskStore implements TaskStore {
   async insertMany(rows: readonly InsertRequest[], nowMs: number): Promise<InsertOutcome[]> {
     let taken: Array<{ ord: number; task_id: string; request_hash: string }>;
     try {
-      const result = await this.pool.query(INSERT_TASKS, [encodeRows(rows), nowMs]);
+      const tenants = [...new Set(rows.map((row) => row.draft.tenantId))];
+      const result = await this.pool.query(INSERT_TASKS, [encodeRows(rows), tenants, nowMs]);
       taken = result.rows;
     } catch (error) {
       throw fromPgError(error, "insert tasks");

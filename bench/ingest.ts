@@ -1,0 +1,274 @@
+/**
+ * Ingest benchmark: durable tasks accepted per second through the HTTP API,
+ * with latency percentiles, for single-task POSTs and for batches of 100.
+ *
+ * By default it prepares its own database (`chronofence_bench`, migrated,
+ * tables emptied), creates a tenant with limits high enough not to throttle,
+ * starts `chronofence run --roles api` as a child process, drives it with
+ * autocannon (closed loop: N connections, each sends as soon as it is
+ * answered), checks that every 2xx is a row in Postgres, and prints the
+ * Postgres durability settings beside the numbers.
+ *
+ *   npm run build:ts && npm run bench:ingest -- [--json] [--duration 10]
+ *     [--connections 64] [--batch-connections 8] [--profile]
+ * With --profile the API runs under `node --cpu-prof` and the hottest
+ * functions are summarised (profiles in bench/results/).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdir } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import autocannon from "autocannon";
+import pg from "pg";
+import { systemClock } from "../node/src/adapters/clock/system-clock.js";
+import { resolveConfig } from "../node/src/config/config.js";
+import {
+  createTenant,
+  ensureDatabase,
+  runMaintenance,
+  runMigrations,
+} from "../node/src/main/admin.js";
+import { coresUsed, snapshot } from "./cpu-account.js";
+import { summariseProfiles } from "./ingest-profile.js";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const { values: args } = parseArgs({
+  options: {
+    json: { type: "boolean", default: false },
+    duration: { type: "string", default: "10" },
+    connections: { type: "string", default: "64" },
+    "batch-connections": { type: "string", default: "8" },
+    port: { type: "string", default: "18080" },
+    profile: { type: "boolean", default: false },
+  },
+});
+
+const DATABASE_URL =
+  process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/chronofence_bench";
+const REDIS_PREFIX = "cf-bench";
+const durationS = Number(args.duration);
+const port = Number(args.port);
+const baseUrl = `http://127.0.0.1:${port}`;
+const log = (line: string) => console.log(line);
+
+interface Phase {
+  tasks_per_s: number;
+  requests_per_s: number;
+  latency_p50_ms: number;
+  latency_p99_ms: number;
+  latency_max_ms: number;
+  connections: number;
+  tasks_acknowledged: number;
+  non_2xx: number;
+  errors: number;
+  /** Cores each process group used during the phase (the machine has os.cpus().length). */
+  cpu_cores: Record<string, number>;
+}
+
+async function prepare(): Promise<{
+  apiKey: string;
+  tenantId: string;
+  settings: Record<string, string>;
+}> {
+  const config = resolveConfig({ ...process.env, DATABASE_URL });
+  await ensureDatabase(DATABASE_URL);
+  await runMigrations(config);
+  await runMaintenance(config, systemClock);
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query("TRUNCATE tasks, idempotency_keys, audit_log");
+    await client.query("CHECKPOINT");
+    const rows = await client.query(
+      `SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1) ORDER BY name`,
+      [
+        [
+          "synchronous_commit",
+          "fsync",
+          "wal_sync_method",
+          "commit_delay",
+          "commit_siblings",
+          "wal_level",
+          "full_page_writes",
+          "shared_buffers",
+          "max_wal_size",
+          "wal_buffers",
+          "wal_compression",
+        ],
+      ],
+    );
+    const settings: Record<string, string> = {
+      server_version: (await client.query("SHOW server_version")).rows[0].server_version,
+    };
+    for (const r of rows.rows) settings[r.name] = r.unit ? `${r.setting} (${r.unit})` : r.setting;
+    const tenant = await createTenant(config, systemClock, `bench-${Date.now()}`, {
+      ratePerS: 1e9,
+      burst: 1e9,
+    });
+    return { apiKey: tenant.apiKey, tenantId: tenant.tenant.id, settings };
+  } finally {
+    await client.end();
+  }
+}
+
+async function startApi(profileDir: string | null): Promise<ChildProcess> {
+  const nodeArgs = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, path.join(root, "bin/chronofence.js"), "run", "--roles", "api"],
+    {
+      env: {
+        ...process.env,
+        DATABASE_URL,
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        CF_REDIS_PREFIX: REDIS_PREFIX,
+        LOG_LEVEL: "warn",
+      },
+      stdio: ["ignore", "inherit", "inherit"],
+    },
+  );
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const ok = await fetch(`${baseUrl}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return child;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  child.kill("SIGKILL");
+  throw new Error("the API did not become ready");
+}
+
+async function drive(
+  apiPid: number,
+  apiKey: string,
+  body: string,
+  connections: number,
+  tasksPerRequest: number,
+): Promise<Phase> {
+  const before = await snapshot(apiPid);
+  const result = await autocannon({
+    url: `${baseUrl}${tasksPerRequest === 1 ? "/v1/tasks" : "/v1/tasks/batch"}`,
+    method: "POST",
+    connections,
+    duration: durationS,
+    timeout: 30,
+    headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+    body,
+  });
+  const cpu = coresUsed(before, await snapshot(apiPid), result.duration);
+  return {
+    tasks_per_s: Math.round((result["2xx"] * tasksPerRequest) / result.duration),
+    requests_per_s: Math.round(result["2xx"] / result.duration),
+    latency_p50_ms: result.latency.p50,
+    latency_p99_ms: result.latency.p99,
+    latency_max_ms: result.latency.max,
+    connections,
+    tasks_acknowledged: result["2xx"] * tasksPerRequest,
+    non_2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    cpu_cores: cpu,
+  };
+}
+
+const task = (i: number) => ({
+  type: "bench.task",
+  payload: { order: i, note: "hello" },
+  delay_ms: 600_000,
+});
+
+async function main(): Promise<void> {
+  const loadBefore = os.loadavg().map((l) => Math.round(l * 100) / 100);
+  const { apiKey, tenantId, settings } = await prepare();
+  const profileDir = args.profile
+    ? path.join(root, "bench/results", `ingest-profile-${Date.now()}`)
+    : null;
+  if (profileDir) await mkdir(profileDir, { recursive: true });
+  const api = await startApi(profileDir);
+  try {
+    const single = JSON.stringify(task(1));
+    const batch = JSON.stringify({ tasks: Array.from({ length: 100 }, (_, i) => task(i)) });
+    const pid = api.pid!;
+    await drive(pid, apiKey, single, 16, 1).catch(() => undefined); // warm-up: JIT, pools, caches
+    const singlePhase = await drive(pid, apiKey, single, Number(args.connections), 1);
+    const batchPhase = await drive(pid, apiKey, batch, Number(args["batch-connections"]), 100);
+    const stored = await countTasks(tenantId);
+    const acknowledged = singlePhase.tasks_acknowledged + batchPhase.tasks_acknowledged;
+    const report = {
+      benchmark: "ingest",
+      node: process.version,
+      cpus: `${os.cpus().length} x ${os.cpus()[0]?.model ?? "?"}`,
+      load_average_before: loadBefore,
+      duration_s: durationS,
+      single: singlePhase,
+      batch: batchPhase,
+      durable_check: {
+        stored_after_warmup_and_runs: stored,
+        acknowledged_in_runs: acknowledged,
+        ok: stored >= acknowledged,
+      },
+      postgres: settings,
+      targets: { single_tasks_per_s: 20_000, batch_tasks_per_s: 100_000, latency_p99_ms: 20 },
+    };
+    printSummary(report);
+    if (profileDir) {
+      api.kill("SIGTERM");
+      await new Promise((resolve) => api.once("exit", resolve));
+      log(await summariseProfiles(profileDir));
+    }
+    if (args.json) console.log(JSON.stringify(report));
+  } finally {
+    if (api.exitCode === null) api.kill("SIGTERM");
+  }
+}
+
+async function countTasks(tenantId: string): Promise<number> {
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  try {
+    return (
+      await client.query("SELECT count(*)::int AS n FROM tasks WHERE tenant_id = $1", [tenantId])
+    ).rows[0].n;
+  } finally {
+    await client.end();
+  }
+}
+
+function printSummary(report: {
+  single: Phase;
+  batch: Phase;
+  postgres: Record<string, string>;
+  durable_check: { ok: boolean };
+}): void {
+  const line = (name: string, p: Phase) =>
+    `${name.padEnd(22)} ${String(p.tasks_per_s).padStart(8)} tasks/s  ${String(p.requests_per_s).padStart(7)} req/s  ` +
+    `p50 ${p.latency_p50_ms} ms  p99 ${p.latency_p99_ms} ms  max ${p.latency_max_ms} ms  ` +
+    `(${p.connections} conns, non-2xx ${p.non_2xx}, errors ${p.errors})`;
+  log(`ingest benchmark, ${durationS} s per phase, closed loop (autocannon) on this machine`);
+  const cpu = (p: Phase) =>
+    `${"".padEnd(22)} cores used: ${Object.entries(p.cpu_cores)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(", ")}`;
+  log(line("single POST /v1/tasks", report.single));
+  log(cpu(report.single));
+  log(line("batch of 100", report.batch));
+  log(cpu(report.batch));
+  log(`every acknowledged task is in Postgres: ${report.durable_check.ok}`);
+  log(
+    `postgres: ${Object.entries(report.postgres)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(" ")}`,
+  );
+  log("targets: 20000 single tasks/s, 100000 batch tasks/s, p99 < 20 ms");
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
