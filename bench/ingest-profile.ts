@@ -41,9 +41,9 @@ export async function summariseProfiles(dir: string): Promise<string> {
     const profile = JSON.parse(await readFile(path.join(dir, file), "utf8")) as Profile;
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
     const selfUs = new Map<number, number>();
-    profile.samples.forEach((id, i) =>
-      selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)),
-    );
+    profile.samples.forEach((id, i) => {
+      selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+    });
     const totalUs = profile.endTime - profile.startTime;
     const areas = new Map<string, number>();
     const functions = new Map<string, number>();
