@@ -153,9 +153,7 @@ export function afterCommit(
 
 function toInsert(s: ValidatedSubmission, principal: Principal, requestId: string): InsertRequest {
   const requestHash =
-    s.draft.idempotencyKey === null
-      ? null
-      : createHash("sha256").update(s.canonicalRequest).digest();
+    s.canonicalRequest === null ? null : createHash("sha256").update(s.canonicalRequest).digest();
   return { draft: s.draft, requestHash, apiKeyId: principal.apiKeyId, requestId };
 }
 

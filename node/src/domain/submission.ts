@@ -78,8 +78,11 @@ export interface ValidatedSubmission {
   draft: TaskDraft;
   /** The parsed payload (the draft holds it serialised). */
   payload: unknown;
-  /** Canonical request text; its hash detects idempotency-key reuse with another body. */
-  canonicalRequest: string;
+  /**
+   * Canonical request text, whose hash detects idempotency-key reuse with
+   * another body; null without an idempotency key (nothing to compare).
+   */
+  canonicalRequest: string | null;
 }
 
 /** Validates one submission; `index` names the item of a batch in error details. */
@@ -105,7 +108,7 @@ export function validateSubmission(
   const payloadJson = serialisePayload(shaped.data.payload, ctx, at);
   const runAtMs = resolveRunAtMs(s.run_at, s.delay_ms, ctx, at);
   return {
-    canonicalRequest: JSON.stringify(shaped.data),
+    canonicalRequest: s.idempotency_key === undefined ? null : JSON.stringify(shaped.data),
     draft: {
       id: ctx.newTaskId(),
       tenantId: ctx.tenantId,

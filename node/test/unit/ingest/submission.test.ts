@@ -91,9 +91,16 @@ describe("validateSubmission", () => {
   });
 
   it("hashes the same body to the same canonical request whatever the whitespace", () => {
-    const a = validateSubmission(JSON.parse('{ "type": "a",  "payload": {"x": 1} }'), ctx);
-    const b = validateSubmission(JSON.parse('{"type":"a","payload":{"x":1}}'), ctx);
+    const a = validateSubmission(
+      JSON.parse('{ "type": "a", "idempotency_key": "k",  "payload": {"x": 1} }'),
+      ctx,
+    );
+    const b = validateSubmission(
+      JSON.parse('{"type":"a","idempotency_key":"k","payload":{"x":1}}'),
+      ctx,
+    );
     expect(a.canonicalRequest).toBe(b.canonicalRequest);
+    expect(validateSubmission({ type: "a" }, ctx).canonicalRequest).toBeNull();
   });
 });
 
