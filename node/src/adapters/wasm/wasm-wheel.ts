@@ -1,0 +1,114 @@
+import type { TimerWheel } from "../../ports/timer-wheel.js";
+import { dueTick, nowTick } from "../../wheel/ticks.js";
+import { instantiateWheel, type WheelExports } from "./wheel-module.js";
+
+/**
+ * The WebAssembly hierarchical timing wheel (wheel/assembly/index.ts) behind
+ * the TimerWheel port. Each instance owns its linear memory. Batches cross the
+ * boundary through typed-array views of the wheel's input and output buffers;
+ * the views are re-made when memory growth detaches the old buffer.
+ */
+export class TimingWheel implements TimerWheel {
+  private readonly wasm: WheelExports;
+  private readonly ioCapacity: number;
+  private input!: Float64Array;
+  private output!: Float64Array;
+
+  constructor(options: { nowMs?: number } = {}) {
+    this.wasm = instantiateWheel();
+    this.ioCapacity = this.wasm.ioCapacity();
+    if (!this.wasm.init(nowTick(options.nowMs ?? Date.now())))
+      throw new RangeError("wheel: out of memory");
+    this.refreshViews();
+  }
+
+  get size(): number {
+    return this.wasm.size();
+  }
+
+  /** Bytes of linear memory the wheel holds (timers, slots and I/O buffers). */
+  get memoryBytes(): number {
+    return this.wasm.memory.buffer.byteLength;
+  }
+
+  schedule(dueMs: number): number {
+    const handle = this.wasm.schedule(dueTick(dueMs));
+    if (handle < 0) throw new RangeError("wheel: out of memory");
+    return handle;
+  }
+
+  /** Schedules many timers with one boundary crossing per buffer-full; returns their handles in order. */
+  scheduleMany(dueMs: ArrayLike<number>): Float64Array {
+    const handles = new Float64Array(dueMs.length);
+    for (let start = 0; start < dueMs.length; start += this.ioCapacity) {
+      const count = Math.min(this.ioCapacity, dueMs.length - start);
+      this.refreshViews();
+      for (let k = 0; k < count; k++) this.input[k] = dueTick(dueMs[start + k]!);
+      const scheduled = this.wasm.scheduleBatch(count);
+      this.refreshViews();
+      handles.set(this.output.subarray(0, scheduled), start);
+      if (scheduled < count) throw new RangeError("wheel: out of memory");
+    }
+    return handles;
+  }
+
+  cancel(handle: number): boolean {
+    return this.wasm.cancel(handle) === 1;
+  }
+
+  /** Cancels many handles; returns how many were live. */
+  cancelMany(handles: ArrayLike<number>): number {
+    let cancelled = 0;
+    for (let start = 0; start < handles.length; start += this.ioCapacity) {
+      const count = Math.min(this.ioCapacity, handles.length - start);
+      this.refreshViews();
+      for (let k = 0; k < count; k++) this.input[k] = handles[start + k]!;
+      cancelled += this.wasm.cancelBatch(count);
+    }
+    return cancelled;
+  }
+
+  advance(nowMs: number): number[] {
+    const expired: number[] = [];
+    this.forEachExpired(nowMs, (handle) => expired.push(handle));
+    return expired;
+  }
+
+  /**
+   * Like advance, without building an array: calls `onExpired` for each handle
+   * in order. Expired timers are already gone from the wheel, so a throwing
+   * callback does not stop the others; the first error is rethrown at the end.
+   */
+  forEachExpired(nowMs: number, onExpired: (handle: number) => void): number {
+    const tick = nowTick(nowMs);
+    let total = 0;
+    let failure: { error: unknown } | undefined;
+    for (;;) {
+      const count = this.wasm.advance(tick);
+      this.refreshViews();
+      for (let k = 0; k < count; k++) {
+        try {
+          onExpired(this.output[k]!);
+        } catch (error) {
+          failure ??= { error };
+        }
+      }
+      total += count;
+      if (count < this.ioCapacity) break;
+    }
+    if (failure) throw failure.error;
+    return total;
+  }
+
+  nextExpiry(): number | null {
+    const tick = this.wasm.nextExpiry();
+    return tick < 0 ? null : tick;
+  }
+
+  private refreshViews(): void {
+    if (this.output?.buffer === this.wasm.memory.buffer) return;
+    const buffer = this.wasm.memory.buffer;
+    this.input = new Float64Array(buffer, this.wasm.inputBuffer(), this.ioCapacity);
+    this.output = new Float64Array(buffer, this.wasm.outputBuffer(), this.ioCapacity);
+  }
+}
