@@ -65,6 +65,19 @@ interface Phase {
   errors: number;
   /** Cores each process group used during the phase (the machine has os.cpus().length). */
   cpu_cores: Record<string, number>;
+  /** From the API's /metrics: how big group commits were and how long they took. */
+  group_commits: { count: number; mean_rows: number; mean_ms: number };
+}
+
+/** Reads the group-commit histograms' sums and counts from the API's /metrics. */
+async function commitStats(): Promise<{ count: number; rows: number; seconds: number }> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const value = (re: RegExp) => Number(re.exec(text)?.[1] ?? 0);
+  return {
+    count: value(/^cf_group_commit_rows_count (\S+)$/m),
+    rows: value(/^cf_group_commit_rows_sum (\S+)$/m),
+    seconds: value(/^cf_group_commit_duration_seconds_sum\{outcome="ok"\} (\S+)$/m),
+  };
 }
 
 async function prepare(): Promise<{
@@ -150,6 +163,7 @@ async function drive(
   tasksPerRequest: number,
 ): Promise<Phase> {
   const before = await snapshot(apiPid);
+  const commitsBefore = await commitStats();
   const result = await autocannon({
     url: `${baseUrl}${tasksPerRequest === 1 ? "/v1/tasks" : "/v1/tasks/batch"}`,
     method: "POST",
@@ -160,6 +174,8 @@ async function drive(
     body,
   });
   const cpu = coresUsed(before, await snapshot(apiPid), result.duration);
+  const commitsAfter = await commitStats();
+  const commits = commitsAfter.count - commitsBefore.count;
   return {
     tasks_per_s: Math.round((result["2xx"] * tasksPerRequest) / result.duration),
     requests_per_s: Math.round(result["2xx"] / result.duration),
@@ -171,6 +187,14 @@ async function drive(
     non_2xx: result.non2xx,
     errors: result.errors + result.timeouts,
     cpu_cores: cpu,
+    group_commits: {
+      count: commits,
+      mean_rows: Math.round((commitsAfter.rows - commitsBefore.rows) / Math.max(1, commits)),
+      mean_ms:
+        Math.round(
+          ((1000 * (commitsAfter.seconds - commitsBefore.seconds)) / Math.max(1, commits)) * 10,
+        ) / 10,
+    },
   };
 }
 
@@ -251,7 +275,8 @@ function printSummary(report: {
   const cpu = (p: Phase) =>
     `${"".padEnd(22)} cores used: ${Object.entries(p.cpu_cores)
       .map(([k, v]) => `${k} ${v}`)
-      .join(", ")}`;
+      .join(", ")}\n${"".padEnd(22)} ${p.group_commits.count} group commits, mean ` +
+    `${p.group_commits.mean_rows} tasks and ${p.group_commits.mean_ms} ms each`;
   log(line("single POST /v1/tasks", report.single));
   log(cpu(report.single));
   log(line("batch of 100", report.batch));
