@@ -1,0 +1,24 @@
+import { performance } from "node:perf_hooks";
+import { Timers } from "../timers/timers.js";
+
+/** `chronofence demo`: schedules a few timers on the Wasm wheel and prints how late each fired. */
+export async function runTimerDemo(count: number): Promise<void> {
+  const timers = new Timers();
+  const preciseNowMs = () => performance.timeOrigin + performance.now();
+  const done: Promise<void>[] = [];
+  for (let i = 1; i <= count; i++) {
+    const delayMs = i * 200 + i * 0.25;
+    const dueMs = preciseNowMs() + delayMs;
+    done.push(
+      new Promise((resolve) =>
+        timers.setTimeout(() => {
+          const latenessMs = preciseNowMs() - dueMs;
+          console.log(`timer ${i}: asked for ${delayMs.toFixed(2)} ms, fired ${latenessMs.toFixed(3)} ms after its due instant`);
+          resolve();
+        }, delayMs),
+      ),
+    );
+  }
+  await Promise.all(done);
+  timers.close();
+}

@@ -1,0 +1,48 @@
+import { performance } from "node:perf_hooks";
+import type { WakeDriver } from "./wake-driver.js";
+
+const preciseNowMs = () => performance.timeOrigin + performance.now();
+
+/**
+ * Wakes from the main thread's own event loop: a libuv timer gets within a
+ * millisecond, then setImmediate turns until the instant passes (libuv timers
+ * have whole-millisecond resolution and may run early against this clock).
+ */
+export function mainThreadDriver(onWake: () => void): WakeDriver {
+  let timer: NodeJS.Timeout | undefined;
+  let immediate: NodeJS.Immediate | undefined;
+  let targetMs: number | null = null;
+  let closed = false;
+
+  const clear = () => {
+    if (timer) clearTimeout(timer);
+    if (immediate) clearImmediate(immediate);
+    timer = immediate = undefined;
+  };
+  const check = () => {
+    timer = immediate = undefined;
+    if (closed || targetMs === null) return;
+    const remainingMs = targetMs - preciseNowMs();
+    if (remainingMs <= 0) {
+      targetMs = null;
+      onWake();
+    } else if (remainingMs > 1.5) {
+      timer = setTimeout(check, Math.floor(remainingMs - 1));
+    } else {
+      immediate = setImmediate(check);
+    }
+  };
+
+  return {
+    wakeAt(atMs) {
+      if (closed) return;
+      clear();
+      targetMs = atMs;
+      if (atMs !== null) check();
+    },
+    close() {
+      closed = true;
+      clear();
+    },
+  };
+}

@@ -1,0 +1,155 @@
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { describe, expect, it, vi } from "vitest";
+import { mainThreadDriver } from "../../src/timers/main-thread-driver.js";
+import { Timers } from "../../src/timers/timers.js";
+import type { WakeDriverFactory } from "../../src/timers/wake-driver.js";
+import { workerThreadDriver } from "../../src/timers/worker-thread-driver.js";
+
+/** A driver the test winds by hand, with a clock that moves only when told. */
+function manualTime(startMs = 1_000_000) {
+  let nowMs = startMs;
+  let wake: (() => void) | undefined;
+  let requestedMs: number | null = null;
+  const driver: WakeDriverFactory = (onWake) => {
+    wake = onWake;
+    return { wakeAt: (atMs) => void (requestedMs = atMs), close: () => void (wake = undefined) };
+  };
+  return {
+    driver,
+    preciseNowMs: () => nowMs,
+    wallNowMs: () => nowMs,
+    get requestedMs() {
+      return requestedMs;
+    },
+    /** Moves the clock to each requested wake up to `targetMs`, waking the loop each time. */
+    runUntil(targetMs: number) {
+      while (requestedMs !== null && requestedMs <= targetMs && wake) {
+        nowMs = Math.max(nowMs, requestedMs);
+        requestedMs = null;
+        wake();
+      }
+      nowMs = Math.max(nowMs, targetMs);
+    },
+  };
+}
+
+describe("Timers with a driven clock", () => {
+  it("fires in due order, never before the due instant, with the arguments given", () => {
+    const time = manualTime();
+    const timers = new Timers(time);
+    const fired: [string, number][] = [];
+    const record = (label: string) => fired.push([label, time.preciseNowMs()]);
+    timers.setTimeout(record, 30.25, "c");
+    timers.setTimeout(record, 10, "a");
+    timers.setTimeout(record, 10.5, "b");
+    timers.at(1_000_000 + 5_000, record, "d");
+    time.runUntil(1_000_000 + 6_000);
+    expect(fired.map(([label]) => label)).toEqual(["a", "b", "c", "d"]);
+    expect(fired.map(([, atMs]) => atMs - 1_000_000)).toEqual([10, 10.5, 30.25, 5_000]);
+    expect(timers.size).toBe(0);
+  });
+
+  it("cancel() stops a timer, and answers false once it fired or was cancelled", () => {
+    const time = manualTime();
+    const timers = new Timers(time);
+    const callback = vi.fn();
+    const cancelled = timers.setTimeout(callback, 20);
+    const kept = timers.setTimeout(callback, 40);
+    expect(cancelled.cancel()).toBe(true);
+    expect(cancelled.cancel()).toBe(false);
+    time.runUntil(1_000_000 + 100);
+    expect(callback).toHaveBeenCalledTimes(1);
+    expect(kept.cancel()).toBe(false);
+  });
+
+  it("cancels a timer already taken into the sub-millisecond imminent list", () => {
+    const time = manualTime();
+    const timers = new Timers(time);
+    const callback = vi.fn();
+    const first = timers.setTimeout(callback, 5.2);
+    const second = timers.setTimeout(callback, 5.7);
+    time.runUntil(1_000_000 + 5.2); // fires the first, takes the second into the imminent list
+    expect(first.pending).toBe(false);
+    expect(second.cancel()).toBe(true);
+    time.runUntil(1_000_000 + 50);
+    expect(callback).toHaveBeenCalledTimes(1);
+  });
+
+  it("keeps firing when a callback throws, and reports the error", () => {
+    const time = manualTime();
+    const errors: unknown[] = [];
+    const timers = new Timers({ ...time, onError: (error) => errors.push(error) });
+    const after = vi.fn();
+    timers.setTimeout(() => {
+      throw new Error("boom");
+    }, 1);
+    timers.setTimeout(after, 1);
+    time.runUntil(1_000_000 + 10);
+    expect(after).toHaveBeenCalledOnce();
+    expect(errors).toEqual([new Error("boom")]);
+  });
+
+  it("close() cancels everything and refuses new timers", () => {
+    const time = manualTime();
+    const timers = new Timers(time);
+    const callback = vi.fn();
+    const timer = timers.setTimeout(callback, 10);
+    timers.close();
+    time.runUntil(1_000_000 + 100);
+    expect(callback).not.toHaveBeenCalled();
+    expect(timer.cancel()).toBe(false);
+    expect(() => timers.setTimeout(callback, 1)).toThrow(/closed/);
+  });
+
+  it("treats a negative or invalid delay as zero, like Node", () => {
+    const time = manualTime();
+    const timers = new Timers(time);
+    const callback = vi.fn();
+    timers.setTimeout(callback, -5);
+    timers.setTimeout(callback, Number.NaN);
+    time.runUntil(1_000_000);
+    expect(callback).toHaveBeenCalledTimes(2);
+  });
+});
+
+describe.each([
+  ["worker-thread driver", workerThreadDriver],
+  ["main-thread driver", mainThreadDriver],
+])("Timers on the real clock with the %s", (_name, driver) => {
+  it("fires timers in order and no earlier than asked", async () => {
+    const timers = new Timers({ driver });
+    const startMs = performance.timeOrigin + performance.now();
+    const fired: { label: number; atMs: number }[] = [];
+    await new Promise<void>((resolve) => {
+      for (const delayMs of [25, 5, 15, 0]) {
+        timers.setTimeout(() => {
+          fired.push({ label: delayMs, atMs: performance.timeOrigin + performance.now() - startMs });
+          if (fired.length === 4) resolve();
+        }, delayMs);
+      }
+    });
+    timers.close();
+    expect(fired.map((f) => f.label)).toEqual([0, 5, 15, 25]);
+    for (const f of fired) expect(f.atMs).toBeGreaterThanOrEqual(f.label);
+  });
+});
+
+describe("process lifetime", () => {
+  it("does not keep the process alive after close()", () => {
+    const entry = new URL("../../../dist/node/src/index.js", import.meta.url);
+    expect(existsSync(entry), "run `npm run build` first").toBe(true);
+    const script = `
+      import { Timers, mainThreadDriver } from ${JSON.stringify(entry.href)};
+      for (const driver of [undefined, mainThreadDriver]) {
+        const timers = new Timers(driver ? { driver } : {});
+        timers.setTimeout(() => console.log("should not fire"), 60_000);
+        timers.close();
+      }
+    `;
+    const result = spawnSync(process.execPath, ["--input-type=module", "-e", script], { timeout: 10_000 });
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe(0);
+    expect(result.stdout.toString()).toBe("");
+  });
+});
