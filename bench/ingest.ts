@@ -21,6 +21,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
+import { Redis } from "ioredis";
 import pg from "pg";
 import { systemClock } from "../node/src/adapters/clock/system-clock.js";
 import { resolveConfig } from "../node/src/config/config.js";
@@ -246,6 +247,22 @@ async function main(): Promise<void> {
     if (args.json) console.log(JSON.stringify(report));
   } finally {
     if (api.exitCode === null) api.kill("SIGTERM");
+    await deleteBenchKeys();
+  }
+}
+
+/** The benchmark's hot-tier keys would otherwise pile up in Redis run after run. */
+async function deleteBenchKeys(): Promise<void> {
+  const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
+  try {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${REDIS_PREFIX}:*`, "COUNT", 100);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
   }
 }
 
