@@ -36,6 +36,7 @@ const taskCount = (tenantId: string) =>
   );
 
 const expectError = async (
+  // biome-ignore lint/suspicious/noExplicitAny: a JSON answer; the assertions check its shape
   res: Promise<{ status: number; body: any }>,
   status: number,
   code: string,

@@ -52,6 +52,7 @@ export async function newTenant(
 export interface Answer {
   status: number;
   headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: a JSON answer; the assertions check its shape
   body: any;
 }
 
