@@ -25,9 +25,10 @@ export function createPgPool(options: PgPoolOptions): PgPool {
     idle_in_transaction_session_timeout: options.statementTimeoutMs * 2,
     application_name: options.applicationName,
     keepAlive: true,
-    // The role is a startup parameter, so it holds before the first query
-    // (and the server checks that the login role may assume it).
-    ...(options.role !== null && { options: `-c role=${options.role}` }),
+    // Startup parameters hold before the first query. A 201 means committed
+    // and flushed, whatever the server's default; the server checks that the
+    // login role may assume `role`.
+    options: `-c synchronous_commit=on${options.role === null ? "" : ` -c role=${options.role}`}`,
   });
   // An idle client losing its connection must not crash the process.
   pool.on("error", options.onError);
