@@ -294,14 +294,18 @@ function expireSlot(level: u32, slot: u32): void {
   }
 }
 
+/** Hands out timers from the head of the ready list; walks it and relinks the sentinel once, touching no prev links. */
 function drainReady(count: u32): u32 {
-  while (count < IO_CAPACITY && !isEmpty(READY)) {
-    const i = nextOf(READY);
-    unlink(i);
+  let i = nextOf(READY);
+  while (count < IO_CAPACITY && i != READY) {
+    const after = nextOf(i);
     store<f64>(outputPtr + (<usize>count << 3), handleOf(i));
     release(i);
     count++;
+    i = after;
   }
+  setNext(READY, i);
+  setPrev(i, READY);
   return count;
 }
 

@@ -13,7 +13,9 @@ export async function runTimerDemo(count: number): Promise<void> {
       new Promise((resolve) =>
         timers.setTimeout(() => {
           const latenessMs = preciseNowMs() - dueMs;
-          console.log(`timer ${i}: asked for ${delayMs.toFixed(2)} ms, fired ${latenessMs.toFixed(3)} ms after its due instant`);
+          console.log(
+            `timer ${i}: asked for ${delayMs.toFixed(2)} ms, fired ${latenessMs.toFixed(3)} ms after its due instant`,
+          );
           resolve();
         }, delayMs),
       ),

@@ -64,7 +64,8 @@ const defaultPreciseNowMs = () => performance.timeOrigin + performance.now();
 
 export class Timers {
   private readonly wheel: TimingWheel;
-  private readonly byHandle = new Map<number, Timer>();
+  /** Timers still in the wheel, by the wheel's slot index (the handle's low 32 bits): dense, no hashing. */
+  private readonly inWheel: (Timer | undefined)[] = new Array(1024).fill(undefined);
   private imminent: Timer[] = [];
   private readonly driver: ReturnType<WakeDriverFactory>;
   private readonly onError: TimerErrorHandler;
@@ -83,7 +84,7 @@ export class Timers {
 
   /** Live timers. */
   get size(): number {
-    return this.byHandle.size + this.imminent.length;
+    return this.wheel.size + this.imminent.length;
   }
 
   setTimeout<A extends unknown[]>(callback: TimerCallback<A>, delayMs: number, ...args: A): Timer {
@@ -93,7 +94,8 @@ export class Timers {
 
   /** Runs `callback` at the wall-clock instant `epochMs`. */
   at<A extends unknown[]>(epochMs: number, callback: TimerCallback<A>, ...args: A): Timer {
-    if (!Number.isFinite(epochMs)) throw new RangeError(`at(): epochMs must be finite, got ${epochMs}`);
+    if (!Number.isFinite(epochMs))
+      throw new RangeError(`at(): epochMs must be finite, got ${epochMs}`);
     return this.add(this.preciseNowMs() + (epochMs - this.wallNowMs()), callback, args);
   }
 
@@ -102,9 +104,9 @@ export class Timers {
     if (this.closed) return;
     this.closed = true;
     this.driver.close();
-    for (const timer of this.byHandle.values()) timer.markFired();
+    for (const timer of this.inWheel) timer?.markFired();
     for (const timer of this.imminent) timer.markFired();
-    this.byHandle.clear();
+    this.inWheel.length = 0;
     this.imminent = [];
   }
 
@@ -114,7 +116,7 @@ export class Timers {
       this.imminent.splice(this.imminent.indexOf(timer), 1);
     } else {
       this.wheel.cancel(timer.handle);
-      this.byHandle.delete(timer.handle);
+      this.inWheel[slotOf(timer.handle)] = undefined;
     }
     this.rearm();
   }
@@ -124,8 +126,11 @@ export class Timers {
     if (typeof callback !== "function") throw new TypeError("Timers: callback must be a function");
     const timer = new Timer(dueMs, callback as (...args: unknown[]) => void, args, this);
     timer.handle = this.wheel.schedule(dueMs);
-    this.byHandle.set(timer.handle, timer);
-    this.rearm();
+    this.inWheel[slotOf(timer.handle)] = timer;
+    // The lookahead collects this timer at its tick minus one; wake earlier only if that is sooner.
+    const collectMs = Math.ceil(dueMs) - 1;
+    if (this.requestedWakeMs === null || collectMs < this.requestedWakeMs)
+      this.requestWake(collectMs);
     return timer;
   }
 
@@ -152,8 +157,9 @@ export class Timers {
   private collectImminent(nowMs: number): void {
     const before = this.imminent.length;
     this.wheel.forEachExpired(nowMs + 1, (handle) => {
-      const timer = this.byHandle.get(handle)!;
-      this.byHandle.delete(handle);
+      const slot = slotOf(handle);
+      const timer = this.inWheel[slot]!;
+      this.inWheel[slot] = undefined;
       timer.imminent = true;
       this.imminent.push(timer);
     });
@@ -167,10 +173,17 @@ export class Timers {
     let wakeMs = wheelTick === null ? null : wheelTick - 1;
     const first = this.imminent[0];
     if (first && (wakeMs === null || first.dueMs < wakeMs)) wakeMs = first.dueMs;
-    if (wakeMs === this.requestedWakeMs) return;
-    this.requestedWakeMs = wakeMs;
-    this.driver.wakeAt(wakeMs);
+    if (wakeMs !== this.requestedWakeMs) this.requestWake(wakeMs);
   }
+
+  private requestWake(atMs: number | null): void {
+    this.requestedWakeMs = atMs;
+    this.driver.wakeAt(atMs);
+  }
+}
+
+function slotOf(handle: number): number {
+  return handle % 4294967296;
 }
 
 function reportToStderr(error: unknown): void {

@@ -36,6 +36,7 @@ export function workerThreadDriver(onWake: () => void): WakeDriver {
   floats[1] = Number.POSITIVE_INFINITY;
   const worker = new Worker(SLEEPER_SOURCE, { eval: true, workerData: shared });
   worker.unref();
+  let referenced = false;
   let closed = false;
 
   worker.on("message", (sequence: number) => {
@@ -56,8 +57,12 @@ export function workerThreadDriver(onWake: () => void): WakeDriver {
     wakeAt(atMs) {
       if (closed) return;
       // The sleeper thread never keeps the process alive; a pending wake does, as a libuv timer would.
-      if (atMs === null) worker.unref();
-      else worker.ref();
+      const wantRef = atMs !== null;
+      if (wantRef !== referenced) {
+        if (wantRef) worker.ref();
+        else worker.unref();
+        referenced = wantRef;
+      }
       request(atMs ?? Number.POSITIVE_INFINITY);
     },
     close() {

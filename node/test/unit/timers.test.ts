@@ -124,7 +124,10 @@ describe.each([
     await new Promise<void>((resolve) => {
       for (const delayMs of [25, 5, 15, 0]) {
         timers.setTimeout(() => {
-          fired.push({ label: delayMs, atMs: performance.timeOrigin + performance.now() - startMs });
+          fired.push({
+            label: delayMs,
+            atMs: performance.timeOrigin + performance.now() - startMs,
+          });
           if (fired.length === 4) resolve();
         }, delayMs);
       }
@@ -147,7 +150,9 @@ describe("process lifetime", () => {
         timers.close();
       }
     `;
-    const result = spawnSync(process.execPath, ["--input-type=module", "-e", script], { timeout: 10_000 });
+    const result = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+      timeout: 10_000,
+    });
     expect(result.error).toBeUndefined();
     expect(result.status).toBe(0);
     expect(result.stdout.toString()).toBe("");

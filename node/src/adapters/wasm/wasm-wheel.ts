@@ -69,9 +69,14 @@ export class TimingWheel implements TimerWheel {
   }
 
   advance(nowMs: number): number[] {
+    const tick = nowTick(nowMs);
     const expired: number[] = [];
-    this.forEachExpired(nowMs, (handle) => expired.push(handle));
-    return expired;
+    for (;;) {
+      const count = this.wasm.advance(tick);
+      this.refreshViews();
+      for (let k = 0; k < count; k++) expired.push(this.output[k]!);
+      if (count < this.ioCapacity) return expired;
+    }
   }
 
   /**
