@@ -13,7 +13,14 @@ function manualTime(startMs = 1_000_000) {
   let requestedMs: number | null = null;
   const driver: WakeDriverFactory = (onWake) => {
     wake = onWake;
-    return { wakeAt: (atMs) => void (requestedMs = atMs), close: () => void (wake = undefined) };
+    return {
+      wakeAt: (atMs) => {
+        requestedMs = atMs;
+      },
+      close: () => {
+        wake = undefined;
+      },
+    };
   };
   return {
     driver,
