@@ -140,5 +140,4 @@ CREATE POLICY audit_log_tenant ON audit_log
 GRANT USAGE ON SCHEMA public TO chronofence_api;
 GRANT SELECT, INSERT, UPDATE ON tasks TO chronofence_api;
 GRANT SELECT, INSERT ON idempotency_keys, audit_log TO chronofence_api;
-GRANT SELECT ON tenants TO chronofence_api;
 GRANT USAGE ON SEQUENCE fencing_token_seq TO chronofence_api;

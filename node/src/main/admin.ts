@@ -1,5 +1,5 @@
 /** Composition of the operator commands: migrate, maintain, tenants, keys. */
-import pg from "pg";
+import type pg from "pg";
 import { defaultMigrationsDirectory, type MigrateResult, migrate } from "../adapters/pg/migrate.js";
 import { type MaintenanceReport, maintainTaskPartitions } from "../adapters/pg/partitions.js";
 import { createPgPool } from "../adapters/pg/pool.js";
@@ -10,27 +10,7 @@ import type { Clock } from "../ports/clock.js";
 import type { CreatedTenant, TenantRecord } from "../ports/tenant-directory.js";
 import { uuidv7From } from "./ids.js";
 
-/** Creates the database named in the URL if it does not exist (local convenience). */
-export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
-  const url = new URL(databaseUrl);
-  const name = decodeURIComponent(url.pathname.slice(1));
-  if (name === "") return false;
-  url.pathname = "/postgres";
-  const client = new pg.Client({ connectionString: url.toString() });
-  await client.connect();
-  try {
-    const exists = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
-    if (exists.rowCount !== 0) return false;
-    await client
-      .query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`)
-      .catch((error: { code?: string }) => {
-        if (error.code !== "42P04") throw error; // created concurrently: fine
-      });
-    return true;
-  } finally {
-    await client.end();
-  }
-}
+export { ensureDatabase } from "../adapters/pg/database.js";
 
 export async function runMigrations(config: Config, directory?: string): Promise<MigrateResult> {
   return migrate(config.databaseUrl, directory ?? (await defaultMigrationsDirectory()));
