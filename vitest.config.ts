@@ -8,5 +8,6 @@ export default defineConfig({
     // Integration suites share one Postgres/Redis/Kafka; files run in parallel
     // but each test isolates itself with its own schema, key prefix and topics.
     fileParallelism: true,
+    reporters: ["default", "./node/test/support/summary-reporter.ts"],
   },
 });
