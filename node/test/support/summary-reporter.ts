@@ -7,7 +7,10 @@ import type { Reporter, SerializedError, TestModule } from "vitest/node";
  * unhandled error: the line must never read "0 failed" for a red run.
  */
 export default class SummaryReporter implements Reporter {
-  onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<SerializedError>): void {
+  onTestRunEnd(
+    testModules: ReadonlyArray<TestModule>,
+    unhandledErrors: ReadonlyArray<SerializedError>,
+  ): void {
     const counts = { passed: 0, failed: unhandledErrors.length, skipped: 0 };
     for (const module of testModules) {
       let failedTests = 0;
