@@ -40,10 +40,11 @@
  *   was reused cancels nothing and answers false.
  *
  * Memory: timers live in linear memory as struct-of-arrays (due u64, next u32,
- * prev u32, generation u32: 20 bytes a timer) with an intrusive free list; the
- * slot lists are circular and doubly linked through sentinel entries, so unlink
- * is O(1) without knowing the slot. No GC runtime is linked (runtime "stub",
- * nothing is allocated): the arrays are placed by hand and grow by doubling.
+ * prev u32, generation u32: 20 bytes a slot) with an intrusive FIFO free list;
+ * the slot lists are circular and doubly linked through sentinel entries, so
+ * unlink is O(1) without knowing the slot. No GC runtime is linked (runtime
+ * "stub", nothing is allocated): the arrays are placed by hand and grow by a
+ * fifth when full, so a live timer costs 20 to 24 bytes.
  */
 
 const LEVELS: u32 = 6;
@@ -55,10 +56,18 @@ const READY: u32 = SLOT_SENTINELS;
 const OVERFLOW: u32 = SLOT_SENTINELS + 1;
 const FIRST_TIMER: u32 = SLOT_SENTINELS + 2;
 const NO_TIMER: u32 = 0; // index 0 is a sentinel, so it never names a timer
-const GENERATION_MASK: u32 = (1 << 21) - 1; // keeps handles below 2^53
-const HANDLE_SPLIT: f64 = 4294967296.0;
+// A handle is generation * 2^28 + index: 28 index bits (more timers than 4 GiB
+// of memory can hold) leave 25 generation bits below 2^53. A stale handle could
+// only match again after its index was reused 2^24 times, and the FIFO free
+// list spreads reuse over every free index, so that takes billions of reuses.
+const INDEX_BITS: u64 = 28;
+const MAX_CAPACITY: u32 = 1 << 28;
+const GENERATION_MASK: u32 = (1 << 25) - 1;
+const INDEX_SPAN: f64 = 268435456.0; // 2^28
+const MAX_MEMORY_BYTES: u64 = 1 << 32;
 const IO_CAPACITY: u32 = 4096;
 const INITIAL_CAPACITY: u32 = 1024;
+const BYTES_PER_TIMER: u64 = 20;
 const PAGE_BYTES: usize = 65536;
 
 // Fixed regions at the start of the heap, then the timer arrays.
@@ -75,7 +84,8 @@ let generationBase: usize = 0;
 let elapsed: u64 = 0;
 let liveCount: u32 = 0;
 let highWater: u32 = FIRST_TIMER;
-let freeHead: u32 = NO_TIMER;
+let freeHead: u32 = NO_TIMER; // FIFO: released at the tail, reused from the head
+let freeTail: u32 = NO_TIMER;
 let overflowMin: u64 = U64.MAX_VALUE; // a lower bound: not raised when the minimum is cancelled
 
 // Set by findNextSlot().
@@ -125,25 +135,32 @@ function layout(cap: u32): void {
   generationBase = prevBase + (<usize>cap << 2);
 }
 
-function ensureBytes(endPtr: usize): bool {
-  const have = <usize>memory.size() * PAGE_BYTES;
+/** Grows linear memory to hold `endPtr` bytes; 64-bit arithmetic, as 4 GiB does not fit a usize. */
+function ensureBytes(endPtr: u64): bool {
+  const have = <u64>memory.size() * <u64>PAGE_BYTES;
   if (endPtr <= have) return true;
-  const pages = <i32>((endPtr - have + PAGE_BYTES - 1) / PAGE_BYTES);
+  if (endPtr > MAX_MEMORY_BYTES) return false;
+  const pages = <i32>((endPtr - have + <u64>PAGE_BYTES - 1) / <u64>PAGE_BYTES);
   return memory.grow(pages) >= 0;
 }
 
-/** Doubles the arrays, moving the later ones up (back to front, so nothing is overwritten unread). */
+/**
+ * Grows the arrays by a fifth, so a live timer never costs more than 24 bytes
+ * (20 x 1.2). Every array moves up, so they are moved back to front and none
+ * is overwritten before it is read (memory.copy is a memmove).
+ */
 function grow(): bool {
   const oldCap = capacity;
-  const newCap = oldCap << 1;
+  let newCap = oldCap + oldCap / 5;
+  if (newCap > MAX_CAPACITY) newCap = MAX_CAPACITY;
   if (newCap <= oldCap) return false;
-  if (!ensureBytes(dueBase + <usize>newCap * 20)) return false;
+  if (!ensureBytes(<u64>dueBase + <u64>newCap * BYTES_PER_TIMER)) return false;
   const oldNext = nextBase;
   const oldPrev = prevBase;
   const oldGeneration = generationBase;
   layout(newCap);
   memory.copy(generationBase, oldGeneration, <usize>oldCap << 2);
-  memory.fill(generationBase + (<usize>oldCap << 2), 0, <usize>oldCap << 2);
+  memory.fill(generationBase + (<usize>oldCap << 2), 0, <usize>(newCap - oldCap) << 2);
   memory.copy(prevBase, oldPrev, <usize>oldCap << 2);
   memory.copy(nextBase, oldNext, <usize>oldCap << 2);
   return true;
@@ -153,6 +170,7 @@ function allocate(): u32 {
   let i = freeHead;
   if (i != NO_TIMER) {
     freeHead = nextOf(i);
+    if (freeHead == NO_TIMER) freeTail = NO_TIMER;
   } else {
     if (highWater == capacity && !grow()) return NO_TIMER;
     i = highWater++;
@@ -164,13 +182,15 @@ function allocate(): u32 {
 
 function release(i: u32): void {
   setGeneration(i, (generationOf(i) + 1) & GENERATION_MASK); // now even: free
-  setNext(i, freeHead);
-  freeHead = i;
+  setNext(i, NO_TIMER);
+  if (freeTail == NO_TIMER) freeHead = i;
+  else setNext(freeTail, i);
+  freeTail = i;
   liveCount--;
 }
 
 @inline function handleOf(i: u32): f64 {
-  return <f64>generationOf(i) * HANDLE_SPLIT + <f64>i;
+  return <f64>generationOf(i) * INDEX_SPAN + <f64>i;
 }
 
 // ---- lists ----------------------------------------------------------------
@@ -238,6 +258,18 @@ function place(i: u32): void {
   const slot = <u32>((due >> (<u64>level * SLOT_BITS)) & 63);
   linkTail(level * SLOTS_PER_LEVEL + slot, i);
   setOccupancy(level, occupancy(level) | ((<u64>1) << slot));
+}
+
+/**
+ * When to pull from the overflow list: the first level-5 slot boundary (2^30 ms)
+ * at which its earliest timer is inside the horizon. Pulling only on those
+ * boundaries brings in a whole slot's worth of timers at once, so a long jump
+ * scans the overflow list at most once per 2^30 ms, not once per timer.
+ */
+function overflowPullTick(): u64 {
+  const slotTicks: u64 = HORIZON_TICKS >> SLOT_BITS;
+  const earliest = overflowMin - HORIZON_TICKS + 1;
+  return (earliest + slotTicks - 1) & ~(slotTicks - 1);
 }
 
 /** Files every overflow timer now inside the horizon, and recomputes the exact minimum of the rest. */
@@ -314,7 +346,7 @@ function drainReady(count: u32): u32 {
 /** Resets the wheel with its position at `nowTick`. Call once before anything else. */
 export function init(nowTick: f64): bool {
   if (capacity == 0) {
-    if (!ensureBytes(dueBase + <usize>INITIAL_CAPACITY * 20)) return false;
+    if (!ensureBytes(<u64>dueBase + <u64>INITIAL_CAPACITY * BYTES_PER_TIMER)) return false;
     layout(INITIAL_CAPACITY);
   }
   memory.fill(generationBase, 0, <usize>capacity << 2);
@@ -327,6 +359,7 @@ export function init(nowTick: f64): bool {
   liveCount = 0;
   highWater = FIRST_TIMER;
   freeHead = NO_TIMER;
+  freeTail = NO_TIMER;
   overflowMin = U64.MAX_VALUE;
   return true;
 }
@@ -355,8 +388,9 @@ export function scheduleBatch(count: u32): u32 {
 export function cancel(handle: f64): bool {
   if (!(handle >= 0) || handle >= 9007199254740992.0) return false;
   const bits = <u64>handle;
-  const i = <u32>bits;
-  const generation = <u32>(bits >> 32);
+  if (<f64>bits != handle) return false; // not a whole number
+  const i = <u32>(bits & ((<u64>1 << INDEX_BITS) - 1));
+  const generation = <u32>(bits >> INDEX_BITS);
   if (i < FIRST_TIMER || i >= highWater) return false;
   if ((generation & 1) == 0 || generationOf(i) != generation) return false;
   unlink(i);
@@ -389,8 +423,10 @@ export function advance(nowTick: f64): u32 {
     const hasSlot = findNextSlot();
     const slotAt = hasSlot ? nextDeadline : U64.MAX_VALUE;
     if (!isEmpty(OVERFLOW)) {
-      const pullAt = overflowMin - HORIZON_TICKS + 1;
-      if (pullAt <= slotAt && pullAt <= now) {
+      const pullAt = overflowPullTick();
+      // Strictly before the slot: landing on a slot's own tick without emptying
+      // it would make it look like the position's slot, a whole round away.
+      if (pullAt < slotAt && pullAt <= now) {
         if (pullAt > elapsed) elapsed = pullAt;
         pullOverflow();
         continue;
@@ -406,7 +442,7 @@ export function advance(nowTick: f64): u32 {
   return count;
 }
 
-/** A lower bound of the next due tick (exact within 64 ms of the position), or -1 when the wheel is empty. */
+/** A lower bound of the next due tick (exact when the next timer is in level 0), or -1 when the wheel is empty. */
 export function nextExpiry(): f64 {
   if (!isEmpty(READY)) return <f64>elapsed;
   let at = findNextSlot() ? nextDeadline : U64.MAX_VALUE;

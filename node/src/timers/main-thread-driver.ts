@@ -2,6 +2,8 @@ import { performance } from "node:perf_hooks";
 import type { WakeDriver } from "./wake-driver.js";
 
 const preciseNowMs = () => performance.timeOrigin + performance.now();
+/** Node clamps longer timeouts to 1 ms (with a warning); longer waits are re-armed in steps. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 /**
  * Wakes from the main thread's own event loop: a libuv timer gets within a
@@ -27,7 +29,7 @@ export function mainThreadDriver(onWake: () => void): WakeDriver {
       targetMs = null;
       onWake();
     } else if (remainingMs > 1.5) {
-      timer = setTimeout(check, Math.floor(remainingMs - 1));
+      timer = setTimeout(check, Math.min(MAX_TIMEOUT_MS, Math.floor(remainingMs - 1)));
     } else {
       immediate = setImmediate(check);
     }
@@ -38,7 +40,8 @@ export function mainThreadDriver(onWake: () => void): WakeDriver {
       if (closed) return;
       clear();
       targetMs = atMs;
-      if (atMs !== null) check();
+      // Never wake synchronously: callbacks must not run inside setTimeout() or cancel().
+      if (atMs !== null) immediate = setImmediate(check);
     },
     close() {
       closed = true;

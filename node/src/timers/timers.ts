@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
-import { TimingWheel } from "../adapters/wasm/wasm-wheel.js";
-import type { WakeDriverFactory } from "./wake-driver.js";
+import { handleIndex, TimingWheel } from "../adapters/wasm/wasm-wheel.js";
+import { Timer, type TimerOwner } from "./timer.js";
+import type { WakeDriver, WakeDriverFactory } from "./wake-driver.js";
 import { workerThreadDriver } from "./worker-thread-driver.js";
 
 /**
@@ -12,10 +13,16 @@ import { workerThreadDriver } from "./worker-thread-driver.js";
  * times, which the driver then wakes for. So a callback runs as soon after
  * its due instant as the driver can wake, never before it.
  *
+ * Callbacks never run inside setTimeout(), at() or cancel(): only from a
+ * wake, one batch at a time, in due order. A callback may schedule, cancel
+ * (also timers of its own batch) or close(); what it schedules runs in a
+ * later batch, as with Node's timers.
+ *
  * Times: setTimeout counts from a monotonic clock (performance.now());
  * at(epochMs) is converted to it once, when scheduled.
  */
 
+export { Timer } from "./timer.js";
 export type TimerCallback<A extends unknown[]> = (...args: A) => void;
 export type TimerErrorHandler = (error: unknown, timer: Timer) => void;
 
@@ -30,44 +37,17 @@ export interface TimersOptions {
   wallNowMs?: () => number;
 }
 
-export class Timer {
-  /** @internal */ handle = -1;
-  /** @internal */ imminent = false;
-  private active = true;
-
-  constructor(
-    /** Precise-epoch instant at which the callback becomes due. */
-    readonly dueMs: number,
-    /** @internal */ readonly callback: (...args: unknown[]) => void,
-    /** @internal */ readonly args: unknown[],
-    private readonly owner: Timers,
-  ) {}
-
-  get pending(): boolean {
-    return this.active;
-  }
-
-  /** Cancels the timer; false when it already fired or was cancelled. */
-  cancel(): boolean {
-    if (!this.active) return false;
-    this.active = false;
-    this.owner.forget(this);
-    return true;
-  }
-
-  /** @internal */ markFired(): void {
-    this.active = false;
-  }
-}
-
 const defaultPreciseNowMs = () => performance.timeOrigin + performance.now();
+/** "The driver's request is unknown": differs from every wake time, so the next rearm always tells it. */
+const UNKNOWN_WAKE = Number.NaN;
 
-export class Timers {
+export class Timers implements TimerOwner {
   private readonly wheel: TimingWheel;
-  /** Timers still in the wheel, by the wheel's slot index (the handle's low 32 bits): dense, no hashing. */
+  /** Timers still in the wheel, by the handle's dense index: no hashing. */
   private readonly inWheel: (Timer | undefined)[] = new Array(1024).fill(undefined);
   private imminent: Timer[] = [];
-  private readonly driver: ReturnType<WakeDriverFactory>;
+  private firing: Timer[] = [];
+  private readonly driver: WakeDriver;
   private readonly onError: TimerErrorHandler;
   private readonly preciseNowMs: () => number;
   private readonly wallNowMs: () => number;
@@ -82,9 +62,9 @@ export class Timers {
     this.driver = (options.driver ?? workerThreadDriver)(() => this.run());
   }
 
-  /** Live timers. */
+  /** Pending timers. */
   get size(): number {
-    return this.wheel.size + this.imminent.length;
+    return this.wheel.size + this.imminent.length + this.firing.filter((t) => t.pending).length;
   }
 
   setTimeout<A extends unknown[]>(callback: TimerCallback<A>, delayMs: number, ...args: A): Timer {
@@ -104,21 +84,24 @@ export class Timers {
     if (this.closed) return;
     this.closed = true;
     this.driver.close();
-    for (const timer of this.inWheel) timer?.markFired();
-    for (const timer of this.imminent) timer.markFired();
+    for (const timer of [...this.inWheel, ...this.imminent, ...this.firing]) {
+      if (timer) timer.state = "done";
+    }
     this.inWheel.length = 0;
     this.imminent = [];
+    this.firing = [];
   }
 
-  /** @internal Called by Timer.cancel(). */
+  /** @internal Called by Timer.cancel() while the timer is still pending. */
   forget(timer: Timer): void {
-    if (timer.imminent) {
-      this.imminent.splice(this.imminent.indexOf(timer), 1);
-    } else {
+    if (timer.state === "wheel") {
       this.wheel.cancel(timer.handle);
-      this.inWheel[slotOf(timer.handle)] = undefined;
+      this.inWheel[handleIndex(timer.handle)] = undefined;
+    } else if (timer.state === "imminent") {
+      this.imminent.splice(this.imminent.indexOf(timer), 1);
     }
-    this.rearm();
+    // "firing": the running batch skips it. Either way the wake may now be later.
+    if (!this.closed && this.firing.length === 0) this.rearm();
   }
 
   private add<A extends unknown[]>(dueMs: number, callback: TimerCallback<A>, args: A): Timer {
@@ -126,48 +109,63 @@ export class Timers {
     if (typeof callback !== "function") throw new TypeError("Timers: callback must be a function");
     const timer = new Timer(dueMs, callback as (...args: unknown[]) => void, args, this);
     timer.handle = this.wheel.schedule(dueMs);
-    this.inWheel[slotOf(timer.handle)] = timer;
+    this.inWheel[handleIndex(timer.handle)] = timer;
     // The lookahead collects this timer at its tick minus one; wake earlier only if that is sooner.
     const collectMs = Math.ceil(dueMs) - 1;
-    if (this.requestedWakeMs === null || collectMs < this.requestedWakeMs)
+    if (
+      this.firing.length === 0 &&
+      (this.requestedWakeMs === null || collectMs < this.requestedWakeMs)
+    ) {
       this.requestWake(collectMs);
+    }
     return timer;
   }
 
   private run(): void {
-    this.requestedWakeMs = null;
+    if (this.closed || this.firing.length > 0) return;
+    this.requestedWakeMs = UNKNOWN_WAKE; // the wake that brought us here is used up
     const nowMs = this.preciseNowMs();
     this.collectImminent(nowMs);
-    let fired = 0;
-    while (fired < this.imminent.length && this.imminent[fired]!.dueMs <= nowMs) fired++;
-    const due = this.imminent.splice(0, fired);
-    for (const timer of due) {
-      timer.markFired();
-      try {
-        timer.callback(...timer.args);
-      } catch (error) {
-        this.onError(error, timer);
-      }
-      if (this.closed) return;
+    let due = 0;
+    while (due < this.imminent.length && this.imminent[due]!.dueMs <= nowMs) due++;
+    this.firing = this.imminent.splice(0, due);
+    for (const timer of this.firing) timer.state = "firing";
+    try {
+      for (const timer of this.firing) this.fire(timer);
+    } finally {
+      this.firing = [];
+      if (!this.closed) this.rearm();
     }
-    this.rearm();
+  }
+
+  private fire(timer: Timer): void {
+    if (timer.state !== "firing") return; // cancelled by an earlier callback of this batch, or closed
+    timer.state = "done";
+    try {
+      timer.callback(...timer.args);
+    } catch (error) {
+      try {
+        this.onError(error, timer);
+      } catch (reportingError) {
+        reportToStderr(reportingError);
+      }
+    }
   }
 
   /** Moves every timer due within the next tick out of the wheel into the sorted imminent list. */
   private collectImminent(nowMs: number): void {
     const before = this.imminent.length;
     this.wheel.forEachExpired(nowMs + 1, (handle) => {
-      const slot = slotOf(handle);
-      const timer = this.inWheel[slot]!;
-      this.inWheel[slot] = undefined;
-      timer.imminent = true;
+      const index = handleIndex(handle);
+      const timer = this.inWheel[index]!;
+      this.inWheel[index] = undefined;
+      timer.state = "imminent";
       this.imminent.push(timer);
     });
     if (this.imminent.length > before) this.imminent.sort((a, b) => a.dueMs - b.dueMs);
   }
 
   private rearm(): void {
-    if (this.closed) return;
     const wheelTick = this.wheel.nextExpiry();
     // The wheel returns tick T's timers once advanced to T, which the lookahead reaches at T - 1.
     let wakeMs = wheelTick === null ? null : wheelTick - 1;
@@ -180,10 +178,6 @@ export class Timers {
     this.requestedWakeMs = atMs;
     this.driver.wakeAt(atMs);
   }
-}
-
-function slotOf(handle: number): number {
-  return handle % 4294967296;
 }
 
 function reportToStderr(error: unknown): void {

@@ -34,7 +34,8 @@ export function workerThreadDriver(onWake: () => void): WakeDriver {
   const ints = new Int32Array(shared);
   const floats = new Float64Array(shared);
   floats[1] = Number.POSITIVE_INFINITY;
-  const worker = new Worker(SLEEPER_SOURCE, { eval: true, workerData: shared });
+  // No inherited execArgv: a host run with --input-type=module would make the CommonJS source fail.
+  const worker = new Worker(SLEEPER_SOURCE, { eval: true, workerData: shared, execArgv: [] });
   worker.unref();
   let referenced = false;
   let closed = false;

@@ -60,6 +60,12 @@ class TimerList {
   }
 }
 
+/** The first level-5 slot boundary at which the earliest overflow timer is inside the horizon. */
+function overflowPullTick(overflowMin: number): number {
+  const slotTicks = HORIZON_TICKS / SLOTS;
+  return Math.ceil((overflowMin - HORIZON_TICKS + 1) / slotTicks) * slotTicks;
+}
+
 function highestDifferingBit(a: number, b: number): number {
   const hi = (Math.floor(a / TWO_TO_32) ^ Math.floor(b / TWO_TO_32)) >>> 0;
   if (hi !== 0) return 63 - Math.clz32(hi);
@@ -116,9 +122,10 @@ export class TsTimingWheel implements TimerWheel {
       const slot = this.findNextSlot();
       const slotAt = slot ? slot.deadline : Number.POSITIVE_INFINITY;
       const pullAt = this.overflow.head
-        ? this.overflowMin - HORIZON_TICKS + 1
+        ? overflowPullTick(this.overflowMin)
         : Number.POSITIVE_INFINITY;
-      if (pullAt <= slotAt && pullAt <= now) {
+      // Strictly before the slot: see advance() in wheel/assembly/index.ts.
+      if (pullAt < slotAt && pullAt <= now) {
         this.elapsed = Math.max(this.elapsed, pullAt);
         this.overflowMin = Number.POSITIVE_INFINITY;
         this.refile(this.overflow);

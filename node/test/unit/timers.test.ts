@@ -109,6 +109,79 @@ describe("Timers with a driven clock", () => {
     expect(() => timers.setTimeout(callback, 1)).toThrow(/closed/);
   });
 
+  it("a callback can cancel a timer of its own batch: it does not fire, and nothing else is lost", () => {
+    const time = manualTime();
+    const timers = new Timers(time);
+    const fired: string[] = [];
+    let b: ReturnType<typeof timers.setTimeout> | undefined;
+    timers.setTimeout(() => {
+      fired.push("a");
+      expect(b!.cancel()).toBe(true);
+    }, 10);
+    b = timers.setTimeout(() => fired.push("b"), 10);
+    timers.setTimeout(() => fired.push("c"), 10.5);
+    const d = timers.setTimeout(() => fired.push("d"), 10.7);
+    time.runUntil(1_000_000 + 20);
+    expect(fired).toEqual(["a", "c", "d"]);
+    expect(d.pending).toBe(false);
+    expect(timers.size).toBe(0);
+  });
+
+  it("keeps firing when the error handler itself throws", () => {
+    const time = manualTime();
+    const timers = new Timers({
+      ...time,
+      onError: () => {
+        throw new Error("handler broke");
+      },
+    });
+    const spy = vi.spyOn(console, "error").mockImplementation(() => {});
+    const after = vi.fn();
+    timers.setTimeout(() => {
+      throw new Error("boom");
+    }, 1);
+    timers.setTimeout(after, 1);
+    timers.setTimeout(after, 5);
+    time.runUntil(1_000_000 + 10);
+    expect(after).toHaveBeenCalledTimes(2);
+    expect(spy).toHaveBeenCalled();
+    spy.mockRestore();
+  });
+
+  it("close() inside a callback stops the rest of its batch", () => {
+    const time = manualTime();
+    const timers = new Timers(time);
+    const later = vi.fn();
+    timers.setTimeout(() => timers.close(), 10);
+    const sameBatch = timers.setTimeout(later, 10);
+    time.runUntil(1_000_000 + 20);
+    expect(later).not.toHaveBeenCalled();
+    expect(sameBatch.pending).toBe(false);
+    expect(sameBatch.cancel()).toBe(false);
+  });
+
+  it("runs timers scheduled by a callback in a later batch, after those already due", () => {
+    const time = manualTime();
+    const timers = new Timers(time);
+    const fired: string[] = [];
+    timers.setTimeout(() => {
+      fired.push("x");
+      timers.setTimeout(() => fired.push("z"), 0);
+    }, 10);
+    timers.setTimeout(() => fired.push("y"), 10);
+    time.runUntil(1_000_000 + 20);
+    expect(fired).toEqual(["x", "y", "z"]);
+  });
+
+  it("tells the driver when nothing is left to wait for", () => {
+    const time = manualTime();
+    const timers = new Timers(time);
+    timers.setTimeout(() => {}, 10);
+    expect(time.requestedMs).not.toBeNull();
+    time.runUntil(1_000_000 + 20);
+    expect(time.requestedMs).toBeNull();
+  });
+
   it("treats a negative or invalid delay as zero, like Node", () => {
     const time = manualTime();
     const timers = new Timers(time);
@@ -145,6 +218,23 @@ describe.each([
   });
 });
 
+describe("the main-thread driver", () => {
+  it("never runs a callback inside setTimeout()", async () => {
+    const timers = new Timers({ driver: mainThreadDriver });
+    let returned = false;
+    let firedAfterReturn: boolean | undefined;
+    await new Promise<void>((resolve) => {
+      timers.setTimeout(() => {
+        firedAfterReturn = returned;
+        resolve();
+      }, 0);
+      returned = true;
+    });
+    timers.close();
+    expect(firedAfterReturn).toBe(true);
+  });
+});
+
 describe("process lifetime", () => {
   it("does not keep the process alive after close()", () => {
     const entry = new URL("../../../dist/node/src/index.js", import.meta.url);
@@ -163,5 +253,22 @@ describe("process lifetime", () => {
     expect(result.error).toBeUndefined();
     expect(result.status).toBe(0);
     expect(result.stdout.toString()).toBe("");
+  });
+  it("lets the process exit once the last timer fired, without close(), with either driver", () => {
+    const entry = new URL("../../../dist/node/src/index.js", import.meta.url);
+    const script = `
+      import { Timers, mainThreadDriver, workerThreadDriver } from ${JSON.stringify(entry.href)};
+      for (const driver of [workerThreadDriver, mainThreadDriver]) {
+        new Timers({ driver }).setTimeout(() => console.log("fired"), 20);
+      }
+    `;
+    const result = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+      timeout: 10_000,
+    });
+    expect(result.error).toBeUndefined();
+    expect(result.stderr.toString()).toBe("");
+    expect(result.status).toBe(0);
+    expect(result.stderr.toString()).toBe("");
+    expect(result.stdout.toString()).toBe("fired\nfired\n");
   });
 });

@@ -2,6 +2,14 @@ import type { TimerWheel } from "../../ports/timer-wheel.js";
 import { dueTick, nowTick } from "../../wheel/ticks.js";
 import { instantiateWheel, type WheelExports } from "./wheel-module.js";
 
+/** Handles are generation * 2^28 + index (INDEX_BITS in wheel/assembly/index.ts). */
+const HANDLE_INDEX_SPAN = 2 ** 28;
+
+/** The wheel's dense slot index of a handle: a key for side tables that need no hashing. */
+export function handleIndex(handle: number): number {
+  return handle % HANDLE_INDEX_SPAN;
+}
+
 /**
  * The WebAssembly hierarchical timing wheel (wheel/assembly/index.ts) behind
  * the TimerWheel port. Each instance owns its linear memory. Batches cross the
@@ -39,15 +47,19 @@ export class TimingWheel implements TimerWheel {
 
   /** Schedules many timers with one boundary crossing per buffer-full; returns their handles in order. */
   scheduleMany(dueMs: ArrayLike<number>): Float64Array {
-    const handles = new Float64Array(dueMs.length);
-    for (let start = 0; start < dueMs.length; start += this.ioCapacity) {
-      const count = Math.min(this.ioCapacity, dueMs.length - start);
+    const ticks = Float64Array.from(dueMs, dueTick); // validates all before scheduling any
+    const handles = new Float64Array(ticks.length);
+    for (let start = 0; start < ticks.length; start += this.ioCapacity) {
+      const count = Math.min(this.ioCapacity, ticks.length - start);
       this.refreshViews();
-      for (let k = 0; k < count; k++) this.input[k] = dueTick(dueMs[start + k]!);
+      this.input.set(ticks.subarray(start, start + count));
       const scheduled = this.wasm.scheduleBatch(count);
       this.refreshViews();
       handles.set(this.output.subarray(0, scheduled), start);
-      if (scheduled < count) throw new RangeError("wheel: out of memory");
+      if (scheduled < count) {
+        this.cancelMany(handles.subarray(0, start + scheduled)); // all or nothing
+        throw new RangeError("wheel: out of memory");
+      }
     }
     return handles;
   }
