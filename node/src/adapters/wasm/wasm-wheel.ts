@@ -47,7 +47,8 @@ export class TimingWheel implements TimerWheel {
 
   /** Schedules many timers with one boundary crossing per buffer-full; returns their handles in order. */
   scheduleMany(dueMs: ArrayLike<number>): Float64Array {
-    const ticks = Float64Array.from(dueMs, dueTick); // validates all before scheduling any
+    const ticks = new Float64Array(dueMs.length);
+    for (let k = 0; k < ticks.length; k++) ticks[k] = dueTick(dueMs[k]!); // validates all before scheduling any
     const handles = new Float64Array(ticks.length);
     for (let start = 0; start < ticks.length; start += this.ioCapacity) {
       const count = Math.min(this.ioCapacity, ticks.length - start);
