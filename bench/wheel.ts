@@ -213,39 +213,36 @@ async function repeatLateness(measure: () => Promise<Figures>): Promise<Figures>
   };
 }
 
-async function latenessOfTimers(driver: WakeDriverFactory): Promise<Figures> {
-  const timers = new Timers({ driver });
+type ScheduleFn = (callback: () => void, delayMs: number) => void;
+
+/** Lateness of LATENESS_N timers, due at random over the spread after the lead, through `schedule`. */
+async function measureLateness(schedule: ScheduleFn): Promise<Figures> {
   const delays = randomDelays(LATENESS_N, SPREAD_MS, true).map((d) => LEAD_MS + d);
   const lateness = new Float64Array(LATENESS_N);
   await new Promise<void>((resolve) => {
     let remaining = LATENESS_N;
     for (let i = 0; i < LATENESS_N; i++) {
       const dueMs = nowMs() + delays[i]!;
-      timers.setTimeout(() => {
+      schedule(() => {
         lateness[i] = nowMs() - dueMs;
         if (--remaining === 0) resolve();
       }, delays[i]!);
     }
   });
-  timers.close();
   return summarize(lateness);
 }
 
-async function latenessOfSetTimeout(): Promise<Figures> {
-  const delays = randomDelays(LATENESS_N, SPREAD_MS, true).map((d) => LEAD_MS + d);
-  const lateness = new Float64Array(LATENESS_N);
-  await new Promise<void>((resolve) => {
-    let remaining = LATENESS_N;
-    for (let i = 0; i < LATENESS_N; i++) {
-      const dueMs = nowMs() + delays[i]!;
-      setTimeout(() => {
-        lateness[i] = nowMs() - dueMs;
-        if (--remaining === 0) resolve();
-      }, delays[i]!);
-    }
-  });
-  return summarize(lateness);
+async function latenessOfTimers(driver: WakeDriverFactory): Promise<Figures> {
+  const timers = new Timers({ driver });
+  try {
+    return await measureLateness((callback, delayMs) => timers.setTimeout(callback, delayMs));
+  } finally {
+    timers.close();
+  }
 }
+
+const latenessOfSetTimeout = () =>
+  measureLateness((callback, delayMs) => setTimeout(callback, delayMs));
 
 // ---- report -------------------------------------------------------------------------------------
 
