@@ -40,6 +40,8 @@ export interface TimersOptions {
 const defaultPreciseNowMs = () => performance.timeOrigin + performance.now();
 /** "The driver's request is unknown": differs from every wake time, so the next rearm always tells it. */
 const UNKNOWN_WAKE = Number.NaN;
+/** The longest one wake keeps firing batches before yielding to the event loop. */
+const MAX_TURN_MS = 5;
 
 export class Timers implements TimerOwner {
   private readonly wheel: TimingWheel;
@@ -124,18 +126,37 @@ export class Timers implements TimerOwner {
   private run(): void {
     if (this.closed || this.firing.length > 0) return;
     this.requestedWakeMs = UNKNOWN_WAKE; // the wake that brought us here is used up
-    const nowMs = this.preciseNowMs();
+    const startedMs = this.preciseNowMs();
+    let nowMs = startedMs;
+    try {
+      // Timers that fall due while a batch runs go in the next batch now, not after another wake,
+      // as long as this turn of the event loop has not run too long.
+      do {
+        this.fireBatch(nowMs);
+        nowMs = this.preciseNowMs();
+      } while (!this.closed && nowMs - startedMs < MAX_TURN_MS && this.nextDueMs() <= nowMs);
+    } finally {
+      this.firing = [];
+      if (!this.closed) this.rearm();
+    }
+  }
+
+  private fireBatch(nowMs: number): void {
     this.collectImminent(nowMs);
     let due = 0;
     while (due < this.imminent.length && this.imminent[due]!.dueMs <= nowMs) due++;
     this.firing = this.imminent.splice(0, due);
     for (const timer of this.firing) timer.state = "firing";
-    try {
-      for (const timer of this.firing) this.fire(timer);
-    } finally {
-      this.firing = [];
-      if (!this.closed) this.rearm();
-    }
+    for (const timer of this.firing) this.fire(timer);
+    this.firing = [];
+  }
+
+  /** When the loop must next act: the first imminent due time, or the lookahead's collection time. */
+  private nextDueMs(): number {
+    const wheelTick = this.wheel.nextExpiry();
+    // The wheel returns tick T's timers once advanced to T, which the lookahead reaches at T - 1.
+    const collectMs = wheelTick === null ? Number.POSITIVE_INFINITY : wheelTick - 1;
+    return Math.min(collectMs, this.imminent[0]?.dueMs ?? Number.POSITIVE_INFINITY);
   }
 
   private fire(timer: Timer): void {
@@ -166,11 +187,8 @@ export class Timers implements TimerOwner {
   }
 
   private rearm(): void {
-    const wheelTick = this.wheel.nextExpiry();
-    // The wheel returns tick T's timers once advanced to T, which the lookahead reaches at T - 1.
-    let wakeMs = wheelTick === null ? null : wheelTick - 1;
-    const first = this.imminent[0];
-    if (first && (wakeMs === null || first.dueMs < wakeMs)) wakeMs = first.dueMs;
+    const dueMs = this.nextDueMs();
+    const wakeMs = dueMs === Number.POSITIVE_INFINITY ? null : dueMs;
     if (wakeMs !== this.requestedWakeMs) this.requestWake(wakeMs);
   }
 
