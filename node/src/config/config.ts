@@ -61,6 +61,50 @@ const schema = z.object({
   maxSingleBodyBytes: intFromEnv(1024, 64 * MiB).default(1 * MiB),
   /** CF_MAX_BATCH_BODY_BYTES: body limit of POST /v1/tasks/batch. */
   maxBatchBodyBytes: intFromEnv(1024, 1024 * MiB).default(16 * MiB),
+  /** KAFKA_BROKERS: comma-separated host:port list. */
+  kafkaBrokers: z.string().min(1).default("127.0.0.1:9092"),
+  /** CF_TOPIC_PREFIX: prepended to the topic names (`<prefix>tasks.critical`, ...). */
+  topicPrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]*$/)
+    .default(""),
+  /** CF_KAFKA_PARTITIONS: partitions of each topic Chronofence creates. */
+  kafkaPartitions: intFromEnv(1, 10_000).default(8),
+  /** CF_KAFKA_REPLICATION_FACTOR: replicas of each topic Chronofence creates. */
+  kafkaReplicationFactor: intFromEnv(1, 16).default(1),
+  /** CF_NODE_ID: this process in leases (default: host-pid-random, set in the composition root). */
+  nodeId: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,100}$/)
+    .optional(),
+  /** CF_LEASE_TTL_MS: how long a shard or leader lease lasts without renewal. */
+  leaseTtlMs: intFromEnv(200, 600_000).default(10_000),
+  /** CF_LEASE_HEARTBEAT_MS: how often leases are renewed and shares rebalanced. */
+  leaseHeartbeatMs: intFromEnv(50, 600_000).default(3000),
+  /** CF_LEASE_SAFETY_MARGIN_MS: a lease is trusted locally until ttl minus this (pauses, skew). */
+  leaseSafetyMarginMs: intFromEnv(0, 600_000).default(2000),
+  /** CF_CLAIM_INTERVAL_MS: how often each owned shard claims due-soon ids. */
+  claimIntervalMs: intFromEnv(5, 60_000).default(100),
+  /** CF_CLAIM_LOOKAHEAD_MS: claim (and arm) ids due within this. */
+  claimLookaheadMs: intFromEnv(0, 600_000).default(2000),
+  /** CF_CLAIM_BATCH: most ids per claim and per arm UPDATE. */
+  claimBatchSize: intFromEnv(1, 2000).default(2000),
+  /** CF_CLAIM_TTL_MS: a claim neither published nor given back by then is returned by the reconciler. */
+  claimTtlMs: intFromEnv(1000, 3_600_000).default(60_000),
+  /** CF_DISPATCH_DRAIN_MS: on release or SIGTERM, how long a shard may keep publishing what it holds. */
+  dispatchDrainMs: intFromEnv(0, 600_000).default(3000),
+  /** CF_DISPATCH_TIMEOUT_MS: ARMED and due this long with nobody starting it → the reconciler re-arms it. */
+  dispatchTimeoutMs: intFromEnv(1000, 7 * DAY_MS).default(300_000),
+  /** CF_PRELOAD_INTERVAL_MS: how often the pre-loader sweeps the hot window. */
+  preloadIntervalMs: intFromEnv(100, 3_600_000).default(10_000),
+  /** CF_RECONCILE_INTERVAL_MS: how often the leader reconciles. */
+  reconcileIntervalMs: intFromEnv(100, 3_600_000).default(5000),
+  /** CF_RECONCILE_AHEAD_MS: the reconciler re-hydrates SCHEDULED tasks due within this. */
+  reconcileAheadMs: intFromEnv(0, 7 * DAY_MS).default(30_000),
+  /** CF_DISPATCH_PG_POOL_SIZE: Postgres connections of the dispatcher roles. */
+  dispatchPgPoolSize: intFromEnv(1, 200).default(4),
+  /** CF_METRICS_PORT: /metrics of the roles other than the API (0: any free port). */
+  metricsPort: intFromEnv(0, 65535).default(9464),
   /** LOG_LEVEL */
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -90,6 +134,25 @@ const ENV_NAMES: Record<keyof Config, string> = {
   authCacheTtlMs: "CF_AUTH_CACHE_TTL_MS",
   maxSingleBodyBytes: "CF_MAX_BODY_BYTES",
   maxBatchBodyBytes: "CF_MAX_BATCH_BODY_BYTES",
+  kafkaBrokers: "KAFKA_BROKERS",
+  topicPrefix: "CF_TOPIC_PREFIX",
+  kafkaPartitions: "CF_KAFKA_PARTITIONS",
+  kafkaReplicationFactor: "CF_KAFKA_REPLICATION_FACTOR",
+  nodeId: "CF_NODE_ID",
+  leaseTtlMs: "CF_LEASE_TTL_MS",
+  leaseHeartbeatMs: "CF_LEASE_HEARTBEAT_MS",
+  leaseSafetyMarginMs: "CF_LEASE_SAFETY_MARGIN_MS",
+  claimIntervalMs: "CF_CLAIM_INTERVAL_MS",
+  claimLookaheadMs: "CF_CLAIM_LOOKAHEAD_MS",
+  claimBatchSize: "CF_CLAIM_BATCH",
+  claimTtlMs: "CF_CLAIM_TTL_MS",
+  dispatchDrainMs: "CF_DISPATCH_DRAIN_MS",
+  dispatchTimeoutMs: "CF_DISPATCH_TIMEOUT_MS",
+  preloadIntervalMs: "CF_PRELOAD_INTERVAL_MS",
+  reconcileIntervalMs: "CF_RECONCILE_INTERVAL_MS",
+  reconcileAheadMs: "CF_RECONCILE_AHEAD_MS",
+  dispatchPgPoolSize: "CF_DISPATCH_PG_POOL_SIZE",
+  metricsPort: "CF_METRICS_PORT",
   logLevel: "LOG_LEVEL",
 };
 
@@ -120,6 +183,12 @@ export function resolveConfig(
   if (parsed.data.groupCommitMaxInFlight > parsed.data.pgPoolSize) {
     throw new Error(
       "invalid configuration: CF_GROUP_COMMIT_MAX_IN_FLIGHT must not exceed CF_PG_POOL_SIZE",
+    );
+  }
+  const lease = parsed.data;
+  if (lease.leaseHeartbeatMs + lease.leaseSafetyMarginMs >= lease.leaseTtlMs) {
+    throw new Error(
+      "invalid configuration: CF_LEASE_HEARTBEAT_MS + CF_LEASE_SAFETY_MARGIN_MS must be below CF_LEASE_TTL_MS",
     );
   }
   return parsed.data;

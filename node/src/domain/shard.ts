@@ -24,3 +24,9 @@ export function shardOf(tenantId: string, taskId: string, shardCount = HOT_SHARD
 
 /** `cf:{3}:due` — the braces are a Redis Cluster hash tag, so a shard's keys share a slot. */
 export const dueKey = (prefix: string, shard: number): string => `${prefix}:{${shard}}:due`;
+
+/** Ids a dispatcher took from due and has not yet published: `cf:{3}:claimed`. */
+export const claimedKey = (prefix: string, shard: number): string => `${prefix}:{${shard}}:claimed`;
+
+/** Ids cancelled since the shard's last claim: `cf:{3}:cancels`. */
+export const cancelsKey = (prefix: string, shard: number): string => `${prefix}:{${shard}}:cancels`;

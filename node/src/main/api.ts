@@ -11,6 +11,7 @@ import { maintainTaskPartitions } from "../adapters/pg/partitions.js";
 import { createPgPool, type PgPool } from "../adapters/pg/pool.js";
 import { PgTaskStore } from "../adapters/pg/task-store.js";
 import { PgTenantDirectory } from "../adapters/pg/tenant-directory.js";
+import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
 import { createRedis, RedisHotTier } from "../adapters/redis/hot-tier.js";
 import { Authenticator } from "../app/authenticator.js";
 import { GroupCommitter } from "../app/group-commit.js";
@@ -18,6 +19,7 @@ import { afterCommit, IngestService } from "../app/ingest.js";
 import { RateLimiter } from "../app/rate-limiter.js";
 import { TaskQueries } from "../app/task-queries.js";
 import { type Config, horizonMsOf } from "../config/config.js";
+import type { CancelNotifier } from "../ports/cancel-notifier.js";
 import type { Clock } from "../ports/clock.js";
 import type { TaskStore } from "../ports/task-store.js";
 import { uuidv7From } from "./ids.js";
@@ -106,7 +108,10 @@ export async function startApi(
   const routes = apiRoutes({
     authenticator,
     ingest,
-    queries: new TaskQueries(store, clock),
+    queries: new TaskQueries(
+      notifyingCancels(store, new RedisDispatchHotTier(redis, config.redisKeyPrefix)),
+      clock,
+    ),
     health: [
       { name: "postgres", check: () => pool.query("SELECT 1").then(() => undefined) },
       { name: "redis", check: () => hotTier.ping() },
@@ -139,6 +144,25 @@ export async function startApi(
       maintenance.stop();
       await Promise.allSettled([pool.end(), adminPool.end(), hotTier.close()]);
       logger.info("api stopped");
+    },
+  };
+}
+
+/**
+ * After a cancel commits, tells the shard's dispatcher (through Redis) to drop
+ * the task from its wheel. Not awaited, and a failure is harmless: a
+ * cancelled task can no longer be armed, and a worker's fenced start refuses
+ * one already published.
+ */
+function notifyingCancels(store: TaskStore, notifier: CancelNotifier): TaskStore {
+  return {
+    insertMany: (rows, nowMs) => store.insertMany(rows, nowMs),
+    get: (tenantId, taskId) => store.get(tenantId, taskId),
+    list: (tenantId, filter) => store.list(tenantId, filter),
+    async cancel(tenantId, taskId, apiKeyId, nowMs) {
+      const outcome = await store.cancel(tenantId, taskId, apiKeyId, nowMs);
+      if (outcome.kind === "cancelled") notifier.cancelled(tenantId, taskId).catch(() => undefined);
+      return outcome;
     },
   };
 }

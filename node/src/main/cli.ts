@@ -100,13 +100,16 @@ export async function main(argv: string[]): Promise<void> {
   program
     .command("run")
     .description("run one or more roles of Chronofence")
-    .requiredOption("--roles <list>", "comma-separated roles (available: api)")
+    .requiredOption(
+      "--roles <list>",
+      "comma-separated roles: api, dispatcher, preloader, reconciler",
+    )
     .action(async (opts: { roles: string }) => {
       const roles = opts.roles.split(",").map((r) => r.trim());
-      const unknown = roles.filter((r) => r !== "api");
+      const unknown = roles.filter((r) => r !== "api" && !isDispatchRole(r));
       if (unknown.length > 0)
         throw new Error(`unknown or not yet available roles: ${unknown.join(", ")}`);
-      await runApiUntilSignal(loadConfig());
+      await runUntilSignal(loadConfig(), roles);
     });
 
   await program.parseAsync(argv);
@@ -116,18 +119,41 @@ function loadConfig(): Config {
   return resolveConfig(process.env);
 }
 
-async function runApiUntilSignal(config: Config): Promise<void> {
-  const { startApi } = await import("./api.js");
+const DISPATCH_ROLE_NAMES: readonly string[] = ["dispatcher", "preloader", "reconciler"];
+const isDispatchRole = (role: string): boolean => DISPATCH_ROLE_NAMES.includes(role);
+
+/** Starts the roles; on SIGTERM or SIGINT stops them gracefully (dispatch roles first: they drain). */
+async function runUntilSignal(config: Config, roles: string[]): Promise<void> {
   const logger = createLogger({ level: config.logLevel, name: "chronofence" });
   process.on("unhandledRejection", (error) => logger.error({ err: error }, "unhandled rejection"));
-  const api = await startApi(config, systemClock, logger);
+  const stops: Array<() => Promise<void>> = [];
+  const dispatchRoles = roles.filter(isDispatchRole);
+  if (dispatchRoles.length > 0) {
+    const { startDispatchRoles } = await import("./dispatch.js");
+    const running = await startDispatchRoles(
+      config,
+      systemClock,
+      logger,
+      new Set(dispatchRoles as Array<"dispatcher" | "preloader" | "reconciler">),
+    );
+    console.log(
+      `ready ${running.nodeId} roles=${dispatchRoles.join(",")} metrics_port=${running.metricsPort}`,
+    );
+    stops.push(() => running.stop());
+  }
+  if (roles.includes("api")) {
+    const { startApi } = await import("./api.js");
+    const api = await startApi(config, systemClock, logger);
+    stops.push(() => api.stop());
+  }
   await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
+    const stop = async (signal: string) => {
       logger.info({ signal }, "shutting down");
-      api.stop().then(resolve, resolve);
+      for (const stopRole of stops) await stopRole().catch(() => undefined);
+      resolve();
     };
-    process.once("SIGTERM", () => stop("SIGTERM"));
-    process.once("SIGINT", () => stop("SIGINT"));
+    process.once("SIGTERM", () => void stop("SIGTERM"));
+    process.once("SIGINT", () => void stop("SIGINT"));
   });
 }
 

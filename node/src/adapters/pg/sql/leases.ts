@@ -1,0 +1,47 @@
+/**
+ * The lease statements (migrations/000001 `leases`). Times are the caller's
+ * clock as epoch ms ($now_ms float8), never the server's now(), so a fake
+ * clock drives the protocol and every node judges expiry by the time it sent.
+ */
+const AT = (param: string) => `(timestamptz 'epoch' + ${param} * interval '1 millisecond')`;
+
+/**
+ * acquire-lease: $1 name, $2 owner, $3 ttl_ms, $4 now_ms → 1 row (epoch) when
+ * acquired, 0 rows when a live lease (anyone's, mine included) exists.
+ * Every acquisition increments the epoch: it is the fencing token of the authority.
+ */
+export const ACQUIRE_LEASE = `
+INSERT INTO leases AS l (name, owner, epoch, expires_at)
+VALUES ($1, $2, 1, ${AT("($4::float8 + $3::float8)")})
+ON CONFLICT (name) DO UPDATE
+   SET owner = EXCLUDED.owner, epoch = l.epoch + 1, expires_at = EXCLUDED.expires_at
+ WHERE l.expires_at <= ${AT("$4::float8")}
+RETURNING epoch::float8 AS epoch`;
+
+/**
+ * renew-leases: $1 owner, $2 names text[], $3 epochs bigint[], $4 ttl_ms, $5 now_ms
+ * → the names renewed: those still held by owner, at that epoch, unexpired.
+ */
+export const RENEW_LEASES = `
+UPDATE leases l SET expires_at = ${AT("($5::float8 + $4::float8)")}
+  FROM unnest($2::text[], $3::bigint[]) AS h(name, epoch)
+ WHERE l.name = h.name AND l.owner = $1 AND l.epoch = h.epoch
+   AND l.expires_at > ${AT("$5::float8")}
+RETURNING l.name`;
+
+/**
+ * release-leases: $1 owner, $2 names text[], $3 epochs bigint[] → the names
+ * released. Expiry moves to the epoch (1970), so anyone may acquire at once.
+ */
+export const RELEASE_LEASES = `
+UPDATE leases l SET expires_at = timestamptz 'epoch'
+  FROM unnest($2::text[], $3::bigint[]) AS h(name, epoch)
+ WHERE l.name = h.name AND l.owner = $1 AND l.epoch = h.epoch
+RETURNING l.name`;
+
+/** list-leases: $1 prefixes text[] → every lease whose name starts with one of them. */
+export const LIST_LEASES = `
+SELECT name, owner, epoch::float8 AS epoch,
+       (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at_ms
+  FROM leases
+ WHERE name LIKE ANY (SELECT p || '%' FROM unnest($1::text[]) AS p)`;

@@ -1,0 +1,120 @@
+/**
+ * The publish side of the dispatcher: tasks the wheel fired in one turn of
+ * the event loop leave in one produce request. After the broker acknowledges,
+ * their claims are removed from Redis (by shard). A failed request is retried
+ * after a short pause, each task only while its shard's lease still holds —
+ * otherwise it is dropped, and the shard's new owner publishes it.
+ */
+import { type ArmedTask, envelopeJson, isOverdue, topicKindOf } from "../../domain/envelope.js";
+import type { Clock } from "../../ports/clock.js";
+import type { DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
+import type { DispatchMetrics } from "../../ports/dispatch-metrics.js";
+import type { Claim } from "../../ports/dispatch-store.js";
+import type { OutboundMessage, Publisher } from "../../ports/publisher.js";
+
+export interface OutgoingTask {
+  task: ArmedTask;
+  shard: number;
+  epoch: number;
+  /** Still allowed to publish for this shard? Checked again before a retry. */
+  stillHolds: () => boolean;
+  /** Called once the task left (published) or was dropped. */
+  settled: () => void;
+}
+
+export interface OutboxOptions {
+  nodeId: string;
+  retryDelayMs: number;
+  onError: (error: unknown, what: string) => void;
+}
+
+export class Outbox {
+  private pending: OutgoingTask[] = [];
+  private flushScheduled = false;
+  private inFlight = 0;
+
+  constructor(
+    private readonly publisher: Publisher,
+    private readonly hotTier: DispatchHotTier,
+    private readonly clock: Clock,
+    private readonly metrics: DispatchMetrics,
+    private readonly options: OutboxOptions,
+  ) {}
+
+  get size(): number {
+    return this.pending.length + this.inFlight;
+  }
+
+  add(item: OutgoingTask): void {
+    this.pending.push(item);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    // setImmediate: everything the wheel fires in this turn joins one request.
+    setImmediate(() => {
+      this.flushScheduled = false;
+      void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.pending;
+    this.pending = [];
+    const nowMs = this.clock.nowMs();
+    const messages = batch.map((item) => this.messageOf(item, nowMs));
+    this.inFlight += batch.length;
+    try {
+      await this.publisher.publish(messages);
+    } catch (error) {
+      this.inFlight -= batch.length;
+      this.metrics.publishFailed(batch.length);
+      this.options.onError(error, "publish");
+      setTimeout(() => this.retry(batch), this.options.retryDelayMs).unref();
+      return;
+    }
+    this.inFlight -= batch.length;
+    const ackedMs = this.clock.nowMs();
+    for (let i = 0; i < batch.length; i++) {
+      const { task } = batch[i]!;
+      if (messages[i]!.kind === "overdue") this.metrics.overdue();
+      this.metrics.published(messages[i]!.kind, ackedMs - task.runAtMs);
+      batch[i]!.settled();
+    }
+    await this.ack(batch);
+  }
+
+  private retry(batch: OutgoingTask[]): void {
+    for (const item of batch) {
+      if (item.stillHolds()) this.add(item);
+      else item.settled();
+    }
+  }
+
+  private async ack(batch: OutgoingTask[]): Promise<void> {
+    const byShard = new Map<number, Claim[]>();
+    for (const { task, shard } of batch) {
+      const claims = byShard.get(shard) ?? [];
+      if (claims.length === 0) byShard.set(shard, claims);
+      claims.push({ taskId: task.id, runAtMs: task.runAtMs });
+    }
+    for (const [shard, claims] of byShard) {
+      // A lost ack leaves a claim behind: returned later and re-armed under a
+      // newer epoch only (a duplicate at worst, which the worker's fence absorbs).
+      await this.hotTier.ack(shard, claims).catch((error) => this.options.onError(error, "ack"));
+    }
+  }
+
+  private messageOf(item: OutgoingTask, nowMs: number): OutboundMessage {
+    const { task } = item;
+    return {
+      kind: topicKindOf(task, nowMs),
+      key: task.tenantId,
+      value: envelopeJson(task, nowMs),
+      headers: {
+        "cf-dispatcher": this.options.nodeId,
+        "cf-shard": String(item.shard),
+        "cf-shard-epoch": String(item.epoch),
+        ...(isOverdue(task, nowMs) && { "cf-overdue": "1" }),
+      },
+    };
+  }
+}

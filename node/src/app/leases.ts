@@ -1,0 +1,232 @@
+/**
+ * The lease protocol: how any number of processes split the 16 hot-tier
+ * shards between them, and elect one leader, with Postgres as the only
+ * arbiter and no coordinator.
+ *
+ * Ground rules
+ *  1. A lease is a row (name, owner, epoch, expires_at). Acquiring one that
+ *     is free or expired increments its epoch; the epoch is the fencing token
+ *     of that authority. Renewal extends expires_at only if (owner, epoch) is
+ *     still current, so a process that was paused past its expiry finds its
+ *     renewal refused and knows it lost the lease.
+ *  2. Locally, a lease is trusted only until `sent + ttl - safetyMargin`,
+ *     measured on the monotonic clock from the moment the acquire or renew
+ *     was *sent*: a pause, a slow round trip or a modest clock skew between
+ *     nodes eats into the margin, never past the lease. Past that instant
+ *     the lease counts as lost even if no one else took it; the next
+ *     acquisition brings a new epoch.
+ *  3. Writes are fenced in the database (the write's WHERE names the lease,
+ *     owner and epoch); actions outside the database (publishing to Kafka)
+ *     are fenced by rule 2: check `holds()` right before acting.
+ *  4. Fair share: every process renews a membership lease `node:<family>:<id>`
+ *     for each family of shard leases it runs (`shard` for dispatchers,
+ *     `preload` for pre-loaders). On each heartbeat it counts the live
+ *     members, computes its share (domain/fair-share.ts), releases what it
+ *     holds beyond it and acquires free shards up to it. Releasing drains
+ *     first (the listener decides how) and keeps renewing meanwhile.
+ *
+ * Worked example (ttl 10 s, margin 2 s, heartbeat 3 s): A holds shard:3 at
+ * epoch 7. A stops (SIGSTOP) at t=0. A's last renew was at t=-1 s, so the row
+ * expires at t=9 s and A itself stops trusting it at t=7 s. B's heartbeat at
+ * t≈9.5 s acquires shard:3 at epoch 8, adopts A's claims and arms them under
+ * epoch 8. A resumes at t=20 s: every publish checks holds() — false — so A
+ * publishes nothing for shard 3; any arm A sends carries epoch 7 and changes
+ * 0 rows; A's next heartbeat finds its renewal refused and lets the shard go.
+ */
+import { LEADER_LEASE, planShards, type ShardView } from "../domain/fair-share.js";
+import { HOT_SHARD_COUNT } from "../domain/shard.js";
+import type { Clock } from "../ports/clock.js";
+import type { DispatchMetrics } from "../ports/dispatch-metrics.js";
+import type { LeaseStore } from "../ports/lease-store.js";
+
+export interface LeaseManagerOptions {
+  nodeId: string;
+  ttlMs: number;
+  safetyMarginMs: number;
+  /** Shard-lease families this process runs (`shard`, `preload`). */
+  families: readonly string[];
+  wantLeader: boolean;
+  shardCount?: number;
+}
+
+/** Told about authority changes. Calls are not awaited except `releasing`. */
+export interface LeaseListener {
+  acquired(family: string, shard: number, epoch: number): void;
+  /** The lease is gone (refused renewal or local expiry): stop acting for it at once. */
+  lost(family: string, shard: number): void;
+  /** Give the shard up in good order; the lease is released when this resolves. */
+  releasing(family: string, shard: number): Promise<void>;
+}
+
+interface Held {
+  epoch: number;
+  validUntilMonoMs: number;
+}
+
+const leaseName = (family: string, shard: number) => `${family}:${shard}`;
+const memberName = (family: string, nodeId: string) => `node:${family}:${nodeId}`;
+
+export class LeaseManager {
+  private readonly held = new Map<string, Held>();
+  private readonly releasing = new Set<string>();
+  private readonly shardCount: number;
+  private stopping = false;
+
+  constructor(
+    private readonly store: LeaseStore,
+    private readonly clock: Clock,
+    private readonly listener: LeaseListener,
+    private readonly metrics: DispatchMetrics,
+    private readonly options: LeaseManagerOptions,
+  ) {
+    this.shardCount = options.shardCount ?? HOT_SHARD_COUNT;
+  }
+
+  /** True while `name` may be acted upon (rule 2). */
+  holds(name: string): boolean {
+    const held = this.held.get(name);
+    return held !== undefined && held.validUntilMonoMs > this.clock.monotonicMs();
+  }
+
+  holdsShard(family: string, shard: number): boolean {
+    return this.holds(leaseName(family, shard));
+  }
+
+  get isLeader(): boolean {
+    return this.holds(LEADER_LEASE);
+  }
+
+  epochOf(family: string, shard: number): number | undefined {
+    return this.held.get(leaseName(family, shard))?.epoch;
+  }
+
+  /** Shards of `family` held now (valid or not yet noticed as lost). */
+  shards(family: string): number[] {
+    const shards: number[] = [];
+    for (let s = 0; s < this.shardCount; s++)
+      if (this.held.has(leaseName(family, s))) shards.push(s);
+    return shards;
+  }
+
+  /** A user found the lease invalid (rule 2): forget it now rather than at the next heartbeat. */
+  expire(family: string, shard: number): void {
+    this.lose(leaseName(family, shard));
+  }
+
+  /** One heartbeat: expire, renew, join, rebalance, elect. Never overlaps itself (callers serialise). */
+  async heartbeat(): Promise<void> {
+    const sentMonoMs = this.clock.monotonicMs();
+    const nowMs = this.clock.nowMs();
+    for (const [name, held] of this.held) if (held.validUntilMonoMs <= sentMonoMs) this.lose(name);
+    await this.renew(sentMonoMs, nowMs);
+    for (const family of this.options.families) {
+      await this.ensure(memberName(family, this.options.nodeId), sentMonoMs, nowMs);
+    }
+    if (this.stopping) return;
+    for (const family of this.options.families) await this.rebalance(family, sentMonoMs, nowMs);
+    if (this.options.wantLeader) await this.ensure(LEADER_LEASE, sentMonoMs, nowMs);
+  }
+
+  /** Graceful stop: take nothing more; drain and release every shard, then the rest. */
+  async releaseAll(): Promise<void> {
+    this.stopping = true;
+    const drains: Promise<void>[] = [];
+    for (const family of this.options.families) {
+      for (const shard of this.shards(family)) drains.push(this.release(family, shard));
+    }
+    await Promise.allSettled(drains);
+    const rest = [...this.held].map(([name, held]) => ({ name, epoch: held.epoch }));
+    await this.store.release(this.options.nodeId, rest, this.clock.nowMs()).catch(() => []);
+    for (const { name } of rest) this.forget(name, "released");
+  }
+
+  private async renew(sentMonoMs: number, nowMs: number): Promise<void> {
+    const leases = [...this.held].map(([name, held]) => ({ name, epoch: held.epoch }));
+    if (leases.length === 0) return;
+    const renewed = new Set(
+      await this.store.renew(this.options.nodeId, leases, this.options.ttlMs, nowMs),
+    );
+    for (const { name } of leases) {
+      const held = this.held.get(name);
+      if (!held) continue;
+      if (renewed.has(name)) held.validUntilMonoMs = this.validUntil(sentMonoMs);
+      else this.lose(name);
+    }
+  }
+
+  /** Acquires `name` unless held. */
+  private async ensure(name: string, sentMonoMs: number, nowMs: number): Promise<number | null> {
+    if (this.held.has(name)) return null;
+    const epoch = await this.store.acquire(name, this.options.nodeId, this.options.ttlMs, nowMs);
+    if (epoch === null) return null;
+    this.held.set(name, { epoch, validUntilMonoMs: this.validUntil(sentMonoMs) });
+    this.metrics.leaseAcquired(name);
+    return epoch;
+  }
+
+  private async rebalance(family: string, sentMonoMs: number, nowMs: number): Promise<void> {
+    const records = await this.store.list([`${family}:`, `node:${family}:`]);
+    const live = records.filter((r) => r.expiresAtMs > nowMs);
+    const members = live
+      .filter((r) => r.name.startsWith("node:"))
+      .map((r) => r.name.slice(`node:${family}:`.length));
+    const owners = new Map(
+      live.filter((r) => !r.name.startsWith("node:")).map((r) => [r.name, r.owner]),
+    );
+    const views: ShardView[] = [];
+    for (let shard = 0; shard < this.shardCount; shard++) {
+      const name = leaseName(family, shard);
+      // What I hold counts as mine even if the row says otherwise: the renewal decides.
+      const owner = this.held.has(name) ? this.options.nodeId : (owners.get(name) ?? null);
+      views.push({ shard, liveOwner: owner });
+    }
+    const plan = planShards(this.options.nodeId, members, views);
+    for (const shard of plan.release) {
+      if (!this.releasing.has(leaseName(family, shard))) void this.release(family, shard);
+    }
+    for (const shard of plan.acquire) {
+      const epoch = await this.ensure(leaseName(family, shard), sentMonoMs, nowMs);
+      if (epoch !== null) this.listener.acquired(family, shard, epoch);
+    }
+  }
+
+  private async release(family: string, shard: number): Promise<void> {
+    const name = leaseName(family, shard);
+    const held = this.held.get(name);
+    if (!held || this.releasing.has(name)) return;
+    this.releasing.add(name);
+    try {
+      await this.listener.releasing(family, shard);
+      if (this.held.get(name) !== held) return; // lost meanwhile
+      await this.store.release(
+        this.options.nodeId,
+        [{ name, epoch: held.epoch }],
+        this.clock.nowMs(),
+      );
+      this.forget(name, "released");
+    } finally {
+      this.releasing.delete(name);
+    }
+  }
+
+  private lose(name: string): void {
+    if (!this.held.has(name)) return;
+    this.forget(name, "lost");
+    const sep = name.lastIndexOf(":");
+    const family = name.slice(0, sep);
+    const shard = Number(name.slice(sep + 1));
+    if (this.options.families.includes(family) && Number.isInteger(shard)) {
+      this.listener.lost(family, shard);
+    }
+  }
+
+  private forget(name: string, how: "lost" | "released"): void {
+    if (!this.held.delete(name)) return;
+    if (how === "lost") this.metrics.leaseLost(name);
+    else this.metrics.leaseReleased(name);
+  }
+
+  private validUntil(sentMonoMs: number): number {
+    return sentMonoMs + this.options.ttlMs - this.options.safetyMarginMs;
+  }
+}

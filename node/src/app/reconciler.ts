@@ -1,0 +1,85 @@
+/**
+ * The reconciler (leader only): repairs transitions that a crash, a pause or
+ * a lost Redis left half done. Each step is idempotent, so a second run right
+ * after the first changes nothing (DESIGN.md invariant 8):
+ *  1. return expired claims: ids a dispatcher claimed and neither published
+ *     nor gave back within the claim TTL go back to due;
+ *  2. re-arm stale ARMED tasks: armed and due longer ago than the dispatch
+ *     timeout, nobody started them → SCHEDULED with a new fencing token
+ *     (the envelope already out, if any, can no longer start them);
+ *  3. re-hydrate: SCHEDULED tasks due within `rehydrateAheadMs` that are in
+ *     neither due nor claimed (a Redis flush, a lost add) are added back.
+ */
+import { HOT_SHARD_COUNT } from "../domain/shard.js";
+import type { Clock } from "../ports/clock.js";
+import type { DispatchHotTier } from "../ports/dispatch-hot-tier.js";
+import type { DispatchMetrics } from "../ports/dispatch-metrics.js";
+import type { DispatchStore, ScheduledEntry } from "../ports/dispatch-store.js";
+
+export interface ReconcilerOptions {
+  dispatchTimeoutMs: number;
+  rehydrateAheadMs: number;
+  batchSize: number;
+}
+
+export interface ReconcileReport {
+  claimsReturned: number;
+  rearmed: number;
+  rehydrated: number;
+}
+
+export class Reconciler {
+  constructor(
+    private readonly store: DispatchStore,
+    private readonly hotTier: DispatchHotTier,
+    private readonly clock: Clock,
+    private readonly metrics: DispatchMetrics,
+    private readonly options: ReconcilerOptions,
+  ) {}
+
+  async run(): Promise<ReconcileReport> {
+    const claimsReturned = await this.returnExpiredClaims();
+    const rearmed = await this.rearmStale();
+    const rehydrated = await this.rehydrate();
+    this.metrics.claimsReturned(claimsReturned);
+    this.metrics.rearmed(rearmed);
+    this.metrics.rehydrated(rehydrated);
+    return { claimsReturned, rearmed, rehydrated };
+  }
+
+  private async returnExpiredClaims(): Promise<number> {
+    const nowMs = this.clock.nowMs();
+    let total = 0;
+    for (let shard = 0; shard < HOT_SHARD_COUNT; shard++) {
+      for (;;) {
+        const n = await this.hotTier.returnExpired(shard, nowMs, this.options.batchSize);
+        total += n;
+        if (n < this.options.batchSize) break;
+      }
+    }
+    return total;
+  }
+
+  private async rearmStale(): Promise<number> {
+    const nowMs = this.clock.nowMs();
+    const staleBeforeMs = nowMs - this.options.dispatchTimeoutMs;
+    let total = 0;
+    for (;;) {
+      const n = await this.store.rearmStale(staleBeforeMs, nowMs, this.options.batchSize);
+      total += n;
+      if (n < this.options.batchSize) return total;
+    }
+  }
+
+  private async rehydrate(): Promise<number> {
+    const beforeMs = this.clock.nowMs() + this.options.rehydrateAheadMs;
+    let after: ScheduledEntry | null = null;
+    let total = 0;
+    for (;;) {
+      const page = await this.store.scheduledBefore(beforeMs, after, this.options.batchSize);
+      total += await this.hotTier.rehydrate(page);
+      if (page.length < this.options.batchSize) return total;
+      after = page[page.length - 1]!;
+    }
+  }
+}

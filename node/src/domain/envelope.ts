@@ -1,0 +1,53 @@
+/**
+ * What the dispatcher publishes (DESIGN.md section 4): a versioned JSON
+ * envelope, keyed by tenant, on the topic of the task's priority — or on
+ * `tasks.overdue` when it is published later than its tenant's grace.
+ */
+import type { Priority } from "./task.js";
+
+export const ENVELOPE_VERSION = 1;
+
+export const TOPICS = ["critical", "standard", "bulk", "overdue"] as const;
+export type TopicKind = (typeof TOPICS)[number];
+
+/** `tasks.critical`, or `<prefix>tasks.critical` so parallel deployments (and tests) stay apart. */
+export const topicName = (prefix: string, kind: TopicKind): string => `${prefix}tasks.${kind}`;
+
+/** An ARMED task as the dispatcher holds it until it is due. */
+export interface ArmedTask {
+  id: string;
+  tenantId: string;
+  type: string;
+  /** The payload as JSON text, spliced into the envelope without re-parsing. */
+  payloadJson: string;
+  priority: Priority;
+  runAtMs: number;
+  attempt: number;
+  fencingToken: string;
+  timeoutMs: number;
+  idempotencyKey: string | null;
+  workflowId: string | null;
+  graceMs: number;
+}
+
+/** Late by more than the grace: the task goes to the overdue topic (and is counted). */
+export const isOverdue = (task: ArmedTask, nowMs: number): boolean =>
+  nowMs - task.runAtMs > task.graceMs;
+
+export const topicKindOf = (task: ArmedTask, nowMs: number): TopicKind =>
+  isOverdue(task, nowMs) ? "overdue" : task.priority;
+
+/** The envelope text. Built by hand: the payload is already JSON. */
+export function envelopeJson(task: ArmedTask, dispatchedAtMs: number): string {
+  const workflow = task.workflowId === null ? "" : `,"workflow_id":"${task.workflowId}"`;
+  return (
+    `{"v":${ENVELOPE_VERSION},"task_id":"${task.id}","tenant_id":"${task.tenantId}",` +
+    `"type":${JSON.stringify(task.type)},"attempt":${task.attempt},` +
+    `"fencing_token":"${task.fencingToken}",` +
+    `"run_at":"${new Date(task.runAtMs).toISOString()}",` +
+    `"dispatched_at":"${new Date(dispatchedAtMs).toISOString()}",` +
+    `"timeout_ms":${task.timeoutMs},` +
+    `"idempotency_key":${task.idempotencyKey === null ? "null" : JSON.stringify(task.idempotencyKey)},` +
+    `"payload":${task.payloadJson}${workflow}}`
+  );
+}

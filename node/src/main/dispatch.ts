@@ -1,0 +1,206 @@
+/**
+ * Composition root of the dispatch-side roles — dispatcher, preloader,
+ * reconciler — in any combination: one Postgres pool (login role: these roles
+ * work across tenants), one Redis connection, one Kafka producer, one lease
+ * manager, one /metrics listener.
+ */
+
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { startMetricsServer } from "../adapters/http/metrics-server.js";
+import { KafkaPublisher } from "../adapters/kafka/kafka-publisher.js";
+import type { Logger } from "../adapters/logging/logger.js";
+import { PromDispatchMetrics } from "../adapters/metrics/dispatch-metrics.js";
+import { PgDispatchStore } from "../adapters/pg/dispatch-store.js";
+import { PgLeaseStore } from "../adapters/pg/lease-store.js";
+import { createPgPool } from "../adapters/pg/pool.js";
+import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
+import { createRedis } from "../adapters/redis/hot-tier.js";
+import { wheelTimers } from "../adapters/timers/wheel-timers.js";
+import { Dispatcher } from "../app/dispatch/dispatcher.js";
+import { Outbox } from "../app/dispatch/outbox.js";
+import { LeaseManager } from "../app/leases.js";
+import { Loop } from "../app/loop.js";
+import { Preloader } from "../app/preloader.js";
+import { Reconciler } from "../app/reconciler.js";
+import type { Config } from "../config/config.js";
+import { DISPATCH_FAMILY, PRELOAD_FAMILY } from "../domain/fair-share.js";
+import type { Clock } from "../ports/clock.js";
+
+export const DISPATCH_ROLES = ["dispatcher", "preloader", "reconciler"] as const;
+export type DispatchRole = (typeof DISPATCH_ROLES)[number];
+
+export interface RunningRoles {
+  nodeId: string;
+  metricsPort: number;
+  /** Graceful: stop claiming, publish or give back what is held, release every lease. */
+  stop(): Promise<void>;
+}
+
+export function defaultNodeId(): string {
+  const host = hostname()
+    .replace(/[^A-Za-z0-9.-]/g, "-")
+    .slice(0, 40);
+  return `${host}-${process.pid}-${randomBytes(3).toString("hex")}`;
+}
+
+export async function startDispatchRoles(
+  config: Config,
+  clock: Clock,
+  logger: Logger,
+  roles: ReadonlySet<DispatchRole>,
+): Promise<RunningRoles> {
+  const nodeId = config.nodeId ?? defaultNodeId();
+  const log = logger.child({ node: nodeId });
+  const onError = (error: unknown, what: string) => log.warn({ err: error }, `${what} failed`);
+  const pool = createPgPool({
+    connectionString: config.databaseUrl,
+    maxConnections: config.dispatchPgPoolSize,
+    statementTimeoutMs: config.pgStatementTimeoutMs,
+    connectTimeoutMs: config.pgConnectTimeoutMs,
+    role: null,
+    applicationName: `chronofence-${[...roles].join("-")}`,
+    onError: (error) => onError(error, "postgres connection"),
+  });
+  const redis = createRedis({
+    url: config.redisUrl,
+    keyPrefix: config.redisKeyPrefix,
+    commandTimeoutMs: config.redisCommandTimeoutMs,
+    connectTimeoutMs: config.pgConnectTimeoutMs,
+    onError: (error) => onError(error, "redis"),
+  });
+  await redis.connect().catch((error: unknown) => onError(error, "redis connect"));
+  const store = new PgDispatchStore(pool);
+  const hotTier = new RedisDispatchHotTier(redis, config.redisKeyPrefix);
+  const metrics = new PromDispatchMetrics({ defaultMetrics: true });
+
+  const publisher = new KafkaPublisher({
+    brokers: config.kafkaBrokers.split(","),
+    clientId: `chronofence-${nodeId}`,
+    topicPrefix: config.topicPrefix,
+    partitions: config.kafkaPartitions,
+    replicationFactor: config.kafkaReplicationFactor,
+    onError: (error) => onError(error, "kafka"),
+  });
+  if (roles.has("dispatcher")) await publisher.ensureTopics();
+  const outbox = new Outbox(publisher, hotTier, clock, metrics, {
+    nodeId,
+    retryDelayMs: 200,
+    onError,
+  });
+
+  const families = [
+    ...(roles.has("dispatcher") ? [DISPATCH_FAMILY] : []),
+    ...(roles.has("preloader") ? [PRELOAD_FAMILY] : []),
+  ];
+  let leases: LeaseManager | undefined;
+  const dispatcher = new Dispatcher(
+    {
+      store,
+      hotTier,
+      outbox,
+      clock,
+      metrics,
+      newTimers: () => wheelTimers(clock),
+      holdsShard: (shard) => leases!.holdsShard(DISPATCH_FAMILY, shard),
+      expireShard: (shard) => leases!.expire(DISPATCH_FAMILY, shard),
+      onError,
+    },
+    {
+      nodeId,
+      claimIntervalMs: config.claimIntervalMs,
+      claimLookaheadMs: config.claimLookaheadMs,
+      claimTtlMs: config.claimTtlMs,
+      claimBatchSize: config.claimBatchSize,
+      drainTimeoutMs: config.dispatchDrainMs,
+    },
+  );
+  leases = new LeaseManager(
+    new PgLeaseStore(pool),
+    clock,
+    {
+      acquired: (family, shard, epoch) => {
+        log.info({ family, shard, epoch }, "lease acquired");
+        if (family === DISPATCH_FAMILY) dispatcher.acquired(shard, epoch);
+      },
+      lost: (family, shard) => {
+        log.warn({ family, shard }, "lease lost");
+        if (family === DISPATCH_FAMILY) dispatcher.lost(shard);
+      },
+      releasing: async (family, shard) => {
+        log.info({ family, shard }, "releasing lease");
+        if (family === DISPATCH_FAMILY) await dispatcher.releasing(shard);
+      },
+    },
+    metrics,
+    {
+      nodeId,
+      ttlMs: config.leaseTtlMs,
+      safetyMarginMs: config.leaseSafetyMarginMs,
+      families,
+      wantLeader: roles.has("reconciler"),
+    },
+  );
+  const heartbeat = new Loop(
+    () => leases!.heartbeat().then(() => false),
+    config.leaseHeartbeatMs,
+    (error) => onError(error, "lease heartbeat"),
+  ).start();
+
+  const loops: Loop[] = [];
+  if (roles.has("preloader")) {
+    const preloader = new Preloader(
+      store,
+      hotTier,
+      clock,
+      metrics,
+      () =>
+        new Set(
+          leases!.shards(PRELOAD_FAMILY).filter((s) => leases!.holdsShard(PRELOAD_FAMILY, s)),
+        ),
+      { hotWindowMs: config.hotWindowMs, pageSize: 5000 },
+    );
+    loops.push(
+      new Loop(
+        () => preloader.sweep().then(() => false),
+        config.preloadIntervalMs,
+        (error) => onError(error, "preload"),
+      ).start(config.leaseHeartbeatMs),
+    );
+  }
+  if (roles.has("reconciler")) {
+    const reconciler = new Reconciler(store, hotTier, clock, metrics, {
+      dispatchTimeoutMs: config.dispatchTimeoutMs,
+      rehydrateAheadMs: config.reconcileAheadMs,
+      batchSize: 2000,
+    });
+    const step = async () => {
+      if (!leases!.isLeader) return false;
+      const report = await reconciler.run();
+      if (report.claimsReturned + report.rearmed + report.rehydrated > 0)
+        log.info(report, "reconciled");
+      return false;
+    };
+    loops.push(
+      new Loop(step, config.reconcileIntervalMs, (error) => onError(error, "reconcile")).start(),
+    );
+  }
+
+  const server = await startMetricsServer(metrics, config.host, config.metricsPort);
+  log.info({ roles: [...roles], metricsPort: server.port }, "dispatch roles running");
+
+  return {
+    nodeId,
+    metricsPort: server.port,
+    async stop() {
+      await Promise.allSettled(loops.map((loop) => loop.stop()));
+      await leases!.releaseAll().catch((error: unknown) => onError(error, "release leases"));
+      await heartbeat.stop();
+      await dispatcher.stopAll();
+      await Promise.allSettled([publisher.close(), server.close()]);
+      redis.disconnect();
+      await pool.end().catch(() => undefined);
+      log.info("dispatch roles stopped");
+    },
+  };
+}

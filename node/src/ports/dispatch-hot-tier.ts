@@ -1,0 +1,34 @@
+import type { Claim } from "./dispatch-store.js";
+import type { DueEntry } from "./hot-tier.js";
+
+export interface ClaimBatch {
+  claims: Claim[];
+  /** Ids cancelled since the last claim of this shard. */
+  cancelled: string[];
+}
+
+/**
+ * The hot tier as the dispatcher roles see it. Per shard: `due` (run_at
+ * scores), `claimed` (what a dispatcher took and has not yet published, with
+ * a claim expiry) and a list of cancelled ids. All times are passed in.
+ */
+export interface DispatchHotTier {
+  /** Atomically moves ids due before nowMs + lookaheadMs from due to claimed. */
+  claim(
+    shard: number,
+    nowMs: number,
+    lookaheadMs: number,
+    claimTtlMs: number,
+    limit: number,
+  ): Promise<ClaimBatch>;
+  /** Forgets claims that were published (or need nothing more). */
+  ack(shard: number, claims: readonly Claim[]): Promise<void>;
+  /** Puts claims back into due (the dispatcher gives them up). Returns how many were still claimed. */
+  giveBack(shard: number, claims: readonly Claim[]): Promise<number>;
+  /** Puts every claim whose expiry is at or before `expiredAtMs` back into due (null: all of them). */
+  returnExpired(shard: number, expiredAtMs: number | null, limit: number): Promise<number>;
+  /** Adds entries found in neither due nor claimed; returns how many it added. */
+  rehydrate(entries: readonly DueEntry[]): Promise<number>;
+  /** Idempotent add (the pre-loader). */
+  addDue(entries: readonly DueEntry[]): Promise<void>;
+}

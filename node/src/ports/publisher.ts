@@ -1,0 +1,18 @@
+import type { TopicKind } from "../domain/envelope.js";
+
+export interface OutboundMessage {
+  kind: TopicKind;
+  /** Kafka key: the tenant id, so a tenant's tasks keep their order within a partition. */
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+}
+
+/** The transport the dispatcher publishes envelopes to (Kafka). */
+export interface Publisher {
+  /** Creates the topics if missing (idempotent). */
+  ensureTopics(): Promise<void>;
+  /** Resolves once the broker acknowledged every message (one request where possible). */
+  publish(messages: readonly OutboundMessage[]): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest";
+import {
+  type ArmedTask,
+  envelopeJson,
+  isOverdue,
+  topicKindOf,
+  topicName,
+} from "../../../src/domain/envelope.js";
+
+const task: ArmedTask = {
+  id: "01900000-0000-7000-8000-000000000001",
+  tenantId: "01900000-0000-7000-8000-0000000000aa",
+  type: "email.send",
+  payloadJson: '{"to":"a@b.c","n":[1,2]}',
+  priority: "bulk",
+  runAtMs: Date.parse("2030-01-01T00:00:00.123Z"),
+  attempt: 2,
+  fencingToken: "9007199254740993",
+  timeoutMs: 30_000,
+  idempotencyKey: 'key "quoted"',
+  workflowId: null,
+  graceMs: 5000,
+};
+
+describe("envelope", () => {
+  it("is versioned JSON with every field of DESIGN.md section 4, the payload spliced in", () => {
+    const envelope = JSON.parse(envelopeJson(task, task.runAtMs + 7));
+    expect(envelope).toEqual({
+      v: 1,
+      task_id: task.id,
+      tenant_id: task.tenantId,
+      type: "email.send",
+      attempt: 2,
+      fencing_token: "9007199254740993",
+      run_at: "2030-01-01T00:00:00.123Z",
+      dispatched_at: "2030-01-01T00:00:00.130Z",
+      timeout_ms: 30_000,
+      idempotency_key: 'key "quoted"',
+      payload: { to: "a@b.c", n: [1, 2] },
+    });
+  });
+
+  it("carries workflow_id only when the task belongs to a workflow", () => {
+    const wf = { ...task, workflowId: "01900000-0000-7000-8000-0000000000ff" };
+    expect(JSON.parse(envelopeJson(wf, task.runAtMs)).workflow_id).toBe(wf.workflowId);
+    expect("workflow_id" in JSON.parse(envelopeJson(task, task.runAtMs))).toBe(false);
+  });
+
+  it("goes to the priority's topic, or to overdue when later than the tenant's grace", () => {
+    expect(topicKindOf(task, task.runAtMs + 5000)).toBe("bulk");
+    expect(isOverdue(task, task.runAtMs + 5000)).toBe(false);
+    expect(topicKindOf(task, task.runAtMs + 5001)).toBe("overdue");
+    expect(topicName("", "critical")).toBe("tasks.critical");
+    expect(topicName("test-1.", "overdue")).toBe("test-1.tasks.overdue");
+  });
+});

@@ -1,0 +1,49 @@
+import type { HeldLease, LeaseRecord, LeaseStore } from "../../../src/ports/lease-store.js";
+
+/** The reference LeaseStore: the same rules as sql/leases.ts, in a Map. */
+export class MemoryLeaseStore implements LeaseStore {
+  readonly rows = new Map<string, LeaseRecord>();
+
+  async acquire(name: string, owner: string, ttlMs: number, nowMs: number): Promise<number | null> {
+    const row = this.rows.get(name);
+    if (row && row.expiresAtMs > nowMs) return null;
+    const epoch = (row?.epoch ?? 0) + 1;
+    this.rows.set(name, { name, owner, epoch, expiresAtMs: nowMs + ttlMs });
+    return epoch;
+  }
+
+  async renew(
+    owner: string,
+    leases: readonly HeldLease[],
+    ttlMs: number,
+    nowMs: number,
+  ): Promise<string[]> {
+    const renewed: string[] = [];
+    for (const { name, epoch } of leases) {
+      const row = this.rows.get(name);
+      if (row && row.owner === owner && row.epoch === epoch && row.expiresAtMs > nowMs) {
+        row.expiresAtMs = nowMs + ttlMs;
+        renewed.push(name);
+      }
+    }
+    return renewed;
+  }
+
+  async release(owner: string, leases: readonly HeldLease[]): Promise<string[]> {
+    const released: string[] = [];
+    for (const { name, epoch } of leases) {
+      const row = this.rows.get(name);
+      if (row && row.owner === owner && row.epoch === epoch) {
+        row.expiresAtMs = 0;
+        released.push(name);
+      }
+    }
+    return released;
+  }
+
+  async list(prefixes: readonly string[]): Promise<LeaseRecord[]> {
+    return [...this.rows.values()]
+      .filter((r) => prefixes.some((p) => r.name.startsWith(p)))
+      .map((r) => ({ ...r }));
+  }
+}
