@@ -8,6 +8,8 @@ export default defineConfig({
     // Integration suites share one Postgres/Redis/Kafka; files run in parallel
     // but each test isolates itself with its own schema, key prefix and topics.
     fileParallelism: true,
+    // A Kafka broker on 127.0.0.1:9092 (scripts/kafka.sh; a no-op when one answers).
+    globalSetup: ["scripts/kafka/vitest-global-setup.mjs"],
     reporters: ["default", "./node/test/support/summary-reporter.ts"],
   },
 });

@@ -1,0 +1,205 @@
+/**
+ * Shard leases under real process failures: dispatchers run as child
+ * processes (`chronofence run --roles dispatcher`); one is paused (SIGSTOP)
+ * past its lease, or killed (SIGKILL). Every task is still published once
+ * due, none early, and a resumed stale dispatcher publishes nothing for the
+ * shards it lost.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Config } from "../../src/config/config.js";
+import { call, newTenant, startTestApi, type TestApi, type TestTenant } from "./support/api.js";
+import { newTopicPrefix, requireKafka, TestConsumer } from "./support/kafka.js";
+import { killRolesChildren, startRolesChild } from "./support/roles-child.js";
+import {
+  migratedDatabase,
+  requireRedis,
+  TEST_REDIS_URL,
+  type TestDatabase,
+  testConfig,
+  withPg,
+} from "./support/services.js";
+import { waitUntil } from "./support/wait.js";
+
+const LEASE_TTL_MS = 1500;
+const HEARTBEAT_MS = 250;
+
+let db: TestDatabase;
+let config: Config;
+let api: TestApi;
+let consumer: TestConsumer;
+let tenant: TestTenant;
+
+beforeAll(async () => {
+  await requireRedis();
+  await requireKafka();
+  db = await migratedDatabase();
+  config = testConfig(db.url, { topicPrefix: newTopicPrefix("failover") });
+  consumer = new TestConsumer(config.topicPrefix);
+  await consumer.start();
+  api = await startTestApi(config);
+  tenant = await newTenant(config);
+});
+
+afterEach(() => killRolesChildren());
+
+afterAll(async () => {
+  killRolesChildren();
+  await consumer?.stop();
+  await api?.stop();
+  await db?.drop();
+});
+
+const dispatcher = () =>
+  startRolesChild("dispatcher", {
+    DATABASE_URL: db.url,
+    REDIS_URL: TEST_REDIS_URL,
+    CF_REDIS_PREFIX: config.redisKeyPrefix,
+    CF_TOPIC_PREFIX: config.topicPrefix,
+    CF_KAFKA_PARTITIONS: "2",
+    CF_METRICS_PORT: "0",
+    HOST: "127.0.0.1",
+    CF_HORIZON_DAYS: "7",
+    CF_RETENTION_DAYS: "2",
+    CF_LEASE_TTL_MS: String(LEASE_TTL_MS),
+    CF_LEASE_HEARTBEAT_MS: String(HEARTBEAT_MS),
+    CF_LEASE_SAFETY_MARGIN_MS: "400",
+    CF_CLAIM_INTERVAL_MS: "50",
+    CF_CLAIM_LOOKAHEAD_MS: "1000",
+    CF_DISPATCH_DRAIN_MS: "1500",
+    LOG_LEVEL: process.env.CF_TEST_LOG_LEVEL ?? "silent",
+  });
+
+/** Live shard leases by owner. */
+const shardOwners = () =>
+  withPg(db.url, async (c) => {
+    const rows = (
+      await c.query(
+        "SELECT owner, count(*)::int AS n FROM leases WHERE name LIKE 'shard:%' AND expires_at > now() GROUP BY owner",
+      )
+    ).rows as Array<{ owner: string; n: number }>;
+    return Object.fromEntries(rows.map((r) => [r.owner, r.n])) as Record<string, number>;
+  });
+
+async function submitSpread(count: number, firstDelayMs: number, stepMs: number, type: string) {
+  const tasks: Array<{ id: string; runAtMs: number }> = [];
+  for (let i = 0; i < count; i++) {
+    const answer = await call(api.baseUrl, "POST", "/v1/tasks", {
+      key: tenant.apiKey,
+      body: { type, delay_ms: firstDelayMs + i * stepMs },
+    });
+    expect(answer.status).toBe(201);
+    tasks.push({ id: answer.body.id, runAtMs: Date.parse(answer.body.run_at) });
+  }
+  return tasks;
+}
+
+function expectAllPublishedNoneEarly(tasks: Array<{ id: string; runAtMs: number }>) {
+  for (const task of tasks) {
+    const messages = consumer.ofTask(task.id);
+    expect(messages.length, `task ${task.id} published`).toBeGreaterThanOrEqual(1);
+    for (const m of messages) {
+      expect(m.arrivedAtMs).toBeGreaterThanOrEqual(task.runAtMs);
+      expect(Date.parse(m.envelope.dispatched_at)).toBeGreaterThanOrEqual(task.runAtMs);
+    }
+  }
+}
+
+const allPublished = (tasks: Array<{ id: string }>) => () => {
+  const published = consumer.publishedIds();
+  return tasks.every((t) => published.has(t.id));
+};
+
+describe("a paused dispatcher (SIGSTOP past its lease, then SIGCONT)", () => {
+  it("publishes nothing for the shards it lost, and nothing it armed survives under its old epoch", async () => {
+    const a = await dispatcher();
+    await waitUntil("a holds 16 shards", shardOwners, (o) => o[a.nodeId] === 16);
+    const tasks = await submitSpread(30, 1500, 100, "paused");
+    // Wait until a holds armed tasks in its wheel that are not due for a while yet.
+    const held = await waitUntil(
+      "a has armed tasks not yet due",
+      () =>
+        withPg(
+          db.url,
+          async (c) =>
+            (
+              await c.query(
+                `SELECT id, dispatch_shard AS shard, dispatch_epoch::int AS epoch FROM tasks
+                WHERE type = 'paused' AND status = 'ARMED' AND run_at > now() + interval '300 milliseconds'`,
+              )
+            ).rows as Array<{ id: string; shard: number; epoch: number }>,
+        ),
+      (rows) => rows.length >= 3,
+    );
+    a.process.kill("SIGSTOP");
+    const b = await dispatcher();
+    await expect.poll(allPublished(tasks), { timeout: 20_000 }).toBe(true);
+    expect((await shardOwners())[b.nodeId]).toBe(16);
+
+    a.process.kill("SIGCONT");
+    // Resumed: a has run a heartbeat (its membership lease is live again) and knows what it lost.
+    await waitUntil(
+      "a's membership lease is live again",
+      () =>
+        withPg(db.url, async (c) =>
+          Number(
+            (
+              await c.query(
+                "SELECT count(*) AS n FROM leases WHERE name = $1 AND expires_at > now()",
+                [`node:shard:${a.nodeId}`],
+              )
+            ).rows[0].n,
+          ),
+        ),
+      (n) => n === 1,
+    );
+    const heldIds = new Set(held.map((h) => h.id));
+    const fromA = consumer.messages.filter((m) => m.headers["cf-dispatcher"] === a.nodeId);
+    expect(fromA.filter((m) => heldIds.has(m.envelope.task_id))).toEqual([]);
+    for (const h of held) expect(consumer.ofTask(h.id).length).toBeGreaterThanOrEqual(1);
+    // What a armed before the pause was taken over under b's newer epoch.
+    const epochs = await withPg(
+      db.url,
+      async (c) =>
+        (
+          await c.query(
+            "SELECT id, dispatch_epoch::int AS epoch FROM tasks WHERE id = ANY($1::uuid[])",
+            [[...heldIds]],
+          )
+        ).rows as Array<{ id: string; epoch: number }>,
+    );
+    const oldEpoch = new Map(held.map((h) => [h.id, h.epoch]));
+    for (const row of epochs) expect(row.epoch).toBeGreaterThan(oldEpoch.get(row.id)!);
+    // It learnt that it lost its shards (refused renewal, local expiry or a fenced write).
+    expect(await a.metric("cf_lease_events_total", 'event="lost"')).toBeGreaterThanOrEqual(16);
+    expectAllPublishedNoneEarly(tasks);
+  });
+});
+
+describe("failover", () => {
+  it("the survivor takes the shards of a killed dispatcher within the lease TTL; every task is published, none early", async () => {
+    const a = await dispatcher();
+    const b = await dispatcher();
+    await waitUntil(
+      "the shards are split between a and b",
+      shardOwners,
+      (o) =>
+        (o[a.nodeId] ?? 0) > 0 &&
+        (o[b.nodeId] ?? 0) > 0 &&
+        (o[a.nodeId] ?? 0) + (o[b.nodeId] ?? 0) === 16,
+      15_000,
+    );
+    const tasks = await submitSpread(40, 800, 100, "failover");
+    await waitUntil(
+      "some tasks published",
+      () => consumer.publishedIds().size,
+      () => tasks.filter((t) => consumer.ofTask(t.id).length > 0).length >= 5,
+    );
+    a.process.kill("SIGKILL");
+    const killedAtMs = Date.now();
+    await waitUntil("b holds all 16 shards", shardOwners, (o) => o[b.nodeId] === 16, 10_000);
+    expect(Date.now() - killedAtMs).toBeLessThanOrEqual(LEASE_TTL_MS + HEARTBEAT_MS + 1000);
+    await expect.poll(allPublished(tasks), { timeout: 20_000 }).toBe(true);
+    expectAllPublishedNoneEarly(tasks);
+    expect((await a.exited).signal).toBe("SIGKILL");
+  });
+});

@@ -1,0 +1,217 @@
+/**
+ * Fencing and reconciliation on the real Postgres and Redis, driven by a fake
+ * clock (the adapters take `now` as an argument): a stale shard epoch arms
+ * nothing; the reconciler repairs each kind of half-done transition, and a
+ * second run right after changes nothing (DESIGN.md invariant 8).
+ */
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PgDispatchStore } from "../../src/adapters/pg/dispatch-store.js";
+import { PgLeaseStore } from "../../src/adapters/pg/lease-store.js";
+import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
+import { RedisDispatchHotTier } from "../../src/adapters/redis/dispatch-hot-tier.js";
+import { Reconciler } from "../../src/app/reconciler.js";
+import type { Config } from "../../src/config/config.js";
+import { claimedKey, dueKey, shardOf } from "../../src/domain/shard.js";
+import { noDispatchMetrics } from "../../src/ports/dispatch-metrics.js";
+import { FakeClock } from "../support/fake-clock.js";
+import { call, newTenant, startTestApi, type TestApi, type TestTenant } from "./support/api.js";
+import {
+  deleteRedisKeys,
+  migratedDatabase,
+  requireRedis,
+  TEST_REDIS_URL,
+  type TestDatabase,
+  testConfig,
+  withPg,
+} from "./support/services.js";
+
+let db: TestDatabase;
+let config: Config;
+let api: TestApi;
+let tenant: TestTenant;
+let redis: Redis;
+let pool: PgPool;
+let store: PgDispatchStore;
+let hotTier: RedisDispatchHotTier;
+
+beforeAll(async () => {
+  await requireRedis();
+  db = await migratedDatabase();
+  config = testConfig(db.url);
+  api = await startTestApi(config);
+  tenant = await newTenant(config);
+  redis = new Redis(TEST_REDIS_URL);
+  pool = createPgPool({
+    connectionString: db.url,
+    maxConnections: 2,
+    statementTimeoutMs: 5000,
+    connectTimeoutMs: 2000,
+    role: null,
+    applicationName: "reconcile-test",
+    onError: () => undefined,
+  });
+  store = new PgDispatchStore(pool);
+  hotTier = new RedisDispatchHotTier(redis, config.redisKeyPrefix);
+});
+
+afterAll(async () => {
+  await pool?.end();
+  await deleteRedisKeys(config.redisKeyPrefix);
+  redis?.disconnect();
+  await api?.stop();
+  await db?.drop();
+});
+
+async function submit(delayMs: number): Promise<{ id: string; runAtMs: number; shard: number }> {
+  const answer = await call(api.baseUrl, "POST", "/v1/tasks", {
+    key: tenant.apiKey,
+    body: { type: "r", delay_ms: delayMs },
+  });
+  expect(answer.status).toBe(201);
+  const id = answer.body.id as string;
+  return { id, runAtMs: Date.parse(answer.body.run_at), shard: shardOf(tenant.id, id) };
+}
+
+const rowOf = (id: string) =>
+  withPg(
+    db.url,
+    async (c) =>
+      (
+        await c.query(
+          "SELECT status, fencing_token::text AS token, dispatch_epoch::int AS epoch FROM tasks WHERE id = $1",
+          [id],
+        )
+      ).rows[0],
+  );
+
+async function redisState(): Promise<Record<string, unknown>> {
+  const state: Record<string, unknown> = {};
+  for (let shard = 0; shard < 16; shard++) {
+    state[`due${shard}`] = await redis.zrange(
+      dueKey(config.redisKeyPrefix, shard),
+      0,
+      -1,
+      "WITHSCORES",
+    );
+    state[`claimed${shard}`] = await redis.zrange(
+      claimedKey(config.redisKeyPrefix, shard),
+      0,
+      -1,
+      "WITHSCORES",
+    );
+  }
+  return state;
+}
+
+const dbState = () =>
+  withPg(
+    db.url,
+    async (c) =>
+      (
+        await c.query(
+          "SELECT id, status, fencing_token, updated_at, armed_at FROM tasks ORDER BY id",
+        )
+      ).rows,
+  );
+
+describe("fenced arm", () => {
+  it("arms under the current shard epoch only; a stale epoch changes 0 rows", async () => {
+    const task = await submit(60_000);
+    const leases = new PgLeaseStore(pool);
+    const clock = new FakeClock(Date.now());
+    const name = `shard:${task.shard}`;
+    const epochA = await leases.acquire(name, "node-a", 1000, clock.nowMs());
+    expect(epochA).not.toBeNull();
+    // A is paused past its lease; B takes the shard (a new epoch).
+    clock.advance(1500);
+    const epochB = await leases.acquire(name, "node-b", 1000, clock.nowMs());
+    expect(epochB).toBe(epochA! + 1);
+    const claims = [{ taskId: task.id, runAtMs: task.runAtMs }];
+
+    const stale = await store.arm(
+      { shard: task.shard, owner: "node-a", epoch: epochA! },
+      claims,
+      clock.nowMs(),
+    );
+    expect(stale).toEqual({ fenced: false, armed: [] });
+    expect((await rowOf(task.id)).status).toBe("SCHEDULED");
+
+    const fresh = await store.arm(
+      { shard: task.shard, owner: "node-b", epoch: epochB! },
+      claims,
+      clock.nowMs(),
+    );
+    expect(fresh.fenced).toBe(true);
+    expect(fresh.armed.map((t) => t.id)).toEqual([task.id]);
+    expect(await rowOf(task.id)).toEqual({
+      status: "ARMED",
+      token: fresh.armed[0]!.fencingToken,
+      epoch: epochB,
+    });
+
+    // The same epoch cannot arm it twice; a newer epoch of the shard may take it over.
+    const again = await store.arm(
+      { shard: task.shard, owner: "node-b", epoch: epochB! },
+      claims,
+      clock.nowMs(),
+    );
+    expect(again).toEqual({ fenced: true, armed: [] });
+    clock.advance(1500);
+    const epochC = await leases.acquire(name, "node-c", 1000, clock.nowMs());
+    const takeover = await store.arm(
+      { shard: task.shard, owner: "node-c", epoch: epochC! },
+      claims,
+      clock.nowMs(),
+    );
+    expect(takeover.armed).toHaveLength(1);
+    expect(BigInt(takeover.armed[0]!.fencingToken)).toBeGreaterThan(
+      BigInt(fresh.armed[0]!.fencingToken),
+    );
+  });
+});
+
+describe("reconciler", () => {
+  it("returns expired claims, re-arms stale ARMED tasks, re-hydrates lost ids — and a second run changes nothing", async () => {
+    const lost = await submit(1000);
+    const stuck = await submit(1000);
+    const claimed = await submit(1000);
+    const clock = new FakeClock(Date.now() + 600_000);
+    // lost: Redis forgot it. stuck: armed long ago, never started. claimed: a dispatcher died holding it.
+    await redis.zrem(dueKey(config.redisKeyPrefix, lost.shard), lost.id);
+    await withPg(db.url, (c) =>
+      c.query(
+        "UPDATE tasks SET status = 'ARMED', fencing_token = nextval('fencing_token_seq'), armed_at = run_at WHERE id = $1",
+        [stuck.id],
+      ),
+    );
+    await redis.zrem(dueKey(config.redisKeyPrefix, stuck.shard), stuck.id);
+    const batch = await hotTier.claim(claimed.shard, Date.now(), 5000, 30_000, 2000);
+    expect(batch.claims.map((c) => c.taskId)).toContain(claimed.id);
+    const stuckToken = (await rowOf(stuck.id)).token;
+
+    const reconciler = new Reconciler(store, hotTier, clock, noDispatchMetrics, {
+      dispatchTimeoutMs: 300_000,
+      rehydrateAheadMs: 30_000,
+      batchSize: 2,
+    });
+    const first = await reconciler.run();
+    expect(first.claimsReturned).toBeGreaterThanOrEqual(1);
+    expect(first.rearmed).toBeGreaterThanOrEqual(1); // and the task of the fence test
+    expect(first.rehydrated).toBeGreaterThanOrEqual(2); // lost and stuck
+    const stuckRow = await rowOf(stuck.id);
+    expect(stuckRow.status).toBe("SCHEDULED");
+    expect(BigInt(stuckRow.token)).toBeGreaterThan(BigInt(stuckToken));
+    for (const task of [lost, stuck, claimed]) {
+      expect(await redis.zscore(dueKey(config.redisKeyPrefix, task.shard), task.id)).toBe(
+        String(task.runAtMs),
+      );
+    }
+
+    const [redisBefore, dbBefore] = [await redisState(), await dbState()];
+    const second = await reconciler.run();
+    expect(second).toEqual({ claimsReturned: 0, rearmed: 0, rehydrated: 0 });
+    expect(await redisState()).toEqual(redisBefore);
+    expect(await dbState()).toEqual(dbBefore);
+  });
+});
