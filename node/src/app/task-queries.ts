@@ -1,5 +1,6 @@
 /** Reading and cancelling tasks, always within the caller's tenant. */
 import { ChronofenceError, ErrorCode } from "../domain/errors.js";
+import { TASK_TYPE_PATTERN } from "../domain/submission.js";
 import { TASK_STATUSES, type Task, type TaskStatus } from "../domain/task.js";
 import type { Principal } from "../domain/tenant.js";
 import type { Clock } from "../ports/clock.js";
@@ -66,7 +67,8 @@ export function parseListQuery(query: ListQuery): TaskFilter {
     filter.status = query.status as TaskStatus;
   }
   if (query.type !== undefined) {
-    if (query.type.length === 0 || query.type.length > 128) throw badQuery("type", query.type);
+    // The same rule as at submission: no other type can exist, and a NUL would reach Postgres.
+    if (!TASK_TYPE_PATTERN.test(query.type)) throw badQuery("type", query.type);
     filter.type = query.type;
   }
   if (query.cursor !== undefined) {

@@ -1,35 +1,71 @@
 /**
  * Guards for client JSON before it is re-serialised or sent to Postgres:
  * nesting depth (deep documents overflow recursive serialisers and Postgres'
- * parser stack) and non-finite numbers (`1e400` parses to Infinity, which
- * JSON.stringify would silently turn into null).
+ * parser stack), non-finite numbers (`1e400` parses to Infinity, which
+ * JSON.stringify would silently turn into null), and strings — values or
+ * object keys — that Postgres' jsonb refuses: U+0000 (22P05) and lone UTF-16
+ * surrogates such as `"\ud800"` (22P02). Refused there, one such row would fail
+ * a whole group commit; refused here, it is a 422 for its own request.
  */
 export interface JsonProblem {
-  rule: "max_depth" | "non_finite_number";
+  rule: "max_depth" | "non_finite_number" | "unsupported_unicode";
   path: string;
+}
+
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** True when jsonb can store the string: no U+0000 and no lone surrogate. */
+export const isStorableText = (text: string): boolean =>
+  !text.includes("\u0000") && !LONE_SURROGATE.test(text);
+
+interface Frame {
+  node: unknown;
+  depth: number;
+  parent: Frame | null;
+  /** The key or index under the parent; paths are built only when a problem is found. */
+  step: string | number | null;
 }
 
 /** Iterative, so a hostile document cannot overflow the stack of the checker itself. */
 export function findJsonProblem(value: unknown, maxDepth: number): JsonProblem | null {
-  const stack: Array<{ node: unknown; depth: number; path: string }> = [
-    { node: value, depth: 0, path: "$" },
-  ];
+  const stack: Frame[] = [{ node: value, depth: 0, parent: null, step: null }];
   while (stack.length > 0) {
-    const { node, depth, path } = stack.pop()!;
+    const frame = stack.pop()!;
+    const { node, depth } = frame;
     if (typeof node === "number" && !Number.isFinite(node))
-      return { rule: "non_finite_number", path };
+      return { rule: "non_finite_number", path: pathOf(frame) };
+    if (typeof node === "string" && !isStorableText(node))
+      return { rule: "unsupported_unicode", path: pathOf(frame) };
     if (node === null || typeof node !== "object") continue;
-    if (depth >= maxDepth) return { rule: "max_depth", path };
+    if (depth >= maxDepth) return { rule: "max_depth", path: pathOf(frame) };
     if (Array.isArray(node)) {
       for (let i = 0; i < node.length; i++)
-        stack.push({ node: node[i], depth: depth + 1, path: `${path}[${i}]` });
+        stack.push({ node: node[i], depth: depth + 1, parent: frame, step: i });
     } else {
       for (const [key, child] of Object.entries(node)) {
-        stack.push({ node: child, depth: depth + 1, path: `${path}.${key}` });
+        if (!isStorableText(key)) {
+          const at: Frame = { node: key, depth: depth + 1, parent: frame, step: key };
+          return { rule: "unsupported_unicode", path: pathOf(at) };
+        }
+        stack.push({ node: child, depth: depth + 1, parent: frame, step: key });
       }
     }
   }
   return null;
+}
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+/** `$.a[3]["odd key"]`; odd keys JSON-escaped (a NUL shows as `\u0000`). */
+function pathOf(frame: Frame): string {
+  const steps: string[] = [];
+  for (let f: Frame | null = frame; f !== null && f.step !== null; f = f.parent) {
+    const step = f.step;
+    if (typeof step === "number") steps.push(`[${step}]`);
+    else steps.push(IDENTIFIER.test(step) ? `.${step}` : `[${JSON.stringify(step)}]`);
+  }
+  return `$${steps.reverse().join("")}`;
 }
 
 /** UTF-8 byte length of a string without allocating a buffer. */

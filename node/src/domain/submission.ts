@@ -7,12 +7,26 @@
  * A `run_at` in the past means "due now" and is stored as now.
  */
 import { z } from "zod";
+import { canonicalJson } from "./canonical-json.js";
 import { ChronofenceError, ErrorCode } from "./errors.js";
 import { findJsonProblem, utf8ByteLength } from "./json-limits.js";
 import { BACKOFF_STRATEGIES, PRIORITIES, type TaskDraft } from "./task.js";
 
 export const MAX_BATCH_TASKS = 1000;
 export const MAX_PAYLOAD_DEPTH = 32;
+/** What a task `type` may be; list filters use it too. */
+export const TASK_TYPE_PATTERN = /^[A-Za-z0-9._:/-]{1,128}$/;
+
+/**
+ * The most body bytes a request of `tasks` tasks can need, for a tenant whose
+ * payloads are at most `maxPayloadBytes` (measured compactly): the payload
+ * four times over (pretty-printing, `\uXXXX` escapes as Python's json.dumps
+ * writes them) plus 4 KiB for the other fields. The server stops reading a
+ * body beyond this (413), so a tenant with small payloads cannot be made to
+ * buffer megabytes.
+ */
+export const bodyAllowanceBytes = (maxPayloadBytes: number, tasks: number): number =>
+  tasks * (4 * maxPayloadBytes + 4096);
 
 const shape = z.strictObject({
   type: z.string(),
@@ -37,12 +51,13 @@ const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
 const rules = z
   .object({
-    type: z
+    type: z.string().min(1).max(128).regex(TASK_TYPE_PATTERN, "letters, digits and . _ : / - only"),
+    // RFC 3339 (section 5.6) allows a lowercase `t` and `z`; zod wants them uppercase.
+    run_at: z
       .string()
-      .min(1)
-      .max(128)
-      .regex(/^[A-Za-z0-9._:/-]+$/, "letters, digits and . _ : / - only"),
-    run_at: z.iso.datetime({ offset: true }).optional(),
+      .transform((text) => text.toUpperCase())
+      .pipe(z.iso.datetime({ offset: true }))
+      .optional(),
     delay_ms: int(0, Number.MAX_SAFE_INTEGER).optional(),
     priority: z.enum(PRIORITIES).default("standard"),
     idempotency_key: z
@@ -64,6 +79,10 @@ const rules = z
   .refine((s) => s.run_at === undefined || s.delay_ms === undefined, {
     message: "give run_at or delay_ms, not both",
     path: ["run_at"],
+  })
+  .refine((s) => s.backoff.base_ms <= s.backoff.max_ms, {
+    message: "backoff.base_ms must not exceed backoff.max_ms (whose default is 3600000)",
+    path: ["backoff", "base_ms"],
   });
 
 export interface SubmissionContext {
@@ -80,7 +99,8 @@ export interface ValidatedSubmission {
   payload: unknown;
   /**
    * Canonical request text, whose hash detects idempotency-key reuse with
-   * another body; null without an idempotency key (nothing to compare).
+   * another body: the request after defaults, with sorted keys (see
+   * canonicalRequestOf). Null without an idempotency key (nothing to compare).
    */
   canonicalRequest: string | null;
 }
@@ -105,10 +125,11 @@ export function validateSubmission(
     });
   }
   const s = checked.data;
-  const payloadJson = serialisePayload(shaped.data.payload, ctx, at);
+  const payload = shaped.data.payload ?? null;
+  const payloadJson = serialisePayload(payload, ctx, at);
   const runAtMs = resolveRunAtMs(s.run_at, s.delay_ms, ctx, at);
   return {
-    canonicalRequest: s.idempotency_key === undefined ? null : JSON.stringify(shaped.data),
+    canonicalRequest: s.idempotency_key === undefined ? null : canonicalRequestOf(s, payload),
     draft: {
       id: ctx.newTaskId(),
       tenantId: ctx.tenantId,
@@ -122,8 +143,31 @@ export function validateSubmission(
       idempotencyKey: s.idempotency_key ?? null,
       createdAtMs: ctx.nowMs,
     },
-    payload: shaped.data.payload ?? null,
+    payload,
   };
+}
+
+/**
+ * The request as it will be executed, so that two bodies which mean the same
+ * compare equal: defaults filled in (an explicit `"priority":"standard"` is
+ * the same request as none), `run_at` as its instant (`…Z` = `…+00:00`), a
+ * missing `run_at`/`delay_ms` as `delay_ms: 0`, and object keys sorted at
+ * every level (RFC 8785 order). Called after the payload passed
+ * findJsonProblem, so its depth is bounded.
+ */
+function canonicalRequestOf(s: z.infer<typeof rules>, payload: unknown): string {
+  const when =
+    s.run_at !== undefined ? { run_at_ms: Date.parse(s.run_at) } : { delay_ms: s.delay_ms ?? 0 };
+  return canonicalJson({
+    type: s.type,
+    payload,
+    ...when,
+    priority: s.priority,
+    idempotency_key: s.idempotency_key,
+    max_attempts: s.max_attempts,
+    timeout_ms: s.timeout_ms,
+    backoff: s.backoff,
+  });
 }
 
 /** Validates the envelope of `POST /v1/tasks/batch`, returning its items. */
@@ -150,13 +194,13 @@ function serialisePayload(
   ctx: SubmissionContext,
   at: Record<string, unknown>,
 ): string {
-  const problem = findJsonProblem(payload ?? null, MAX_PAYLOAD_DEPTH);
+  const problem = findJsonProblem(payload, MAX_PAYLOAD_DEPTH);
   if (problem) {
     throw new ChronofenceError(ErrorCode.Unprocessable, `payload violates ${problem.rule}`, {
       details: { ...at, field: "payload", ...problem },
     });
   }
-  const json = JSON.stringify(payload ?? null);
+  const json = JSON.stringify(payload);
   // A UTF-8 byte is at most one UTF-16 unit per byte and at most 3 bytes per unit.
   const tooLarge =
     json.length > ctx.maxPayloadBytes ||

@@ -1,8 +1,12 @@
 /** Every 400/401/404/405/413/422/429 rule of the task endpoints, and that rejected requests write nothing. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/adapters/clock/system-clock.js";
+import { createPgPool } from "../../src/adapters/pg/pool.js";
+import { PgTaskStore } from "../../src/adapters/pg/task-store.js";
+import { GroupCommitter } from "../../src/app/group-commit.js";
 import { revokeKey } from "../../src/main/admin.js";
 import { call, newTenant, startTestApi, type TestApi, type TestTenant } from "./support/api.js";
+import { rawRequest } from "./support/raw-http.js";
 import {
   migratedDatabase,
   requireRedis,
@@ -92,16 +96,25 @@ describe("400 malformed", () => {
     await expectError(batch({ tasks: [{ type: 1 }] }), 400, "invalid_request");
   });
 
-  it.each(["status=DONE", "limit=0", "limit=1001", "limit=abc", "cursor=nope", "type="])(
-    "rejects the list query %s",
-    async (query) => {
-      await expectError(
-        call(api.baseUrl, "GET", `/v1/tasks?${query}`, { key: t.apiKey }),
-        400,
-        "invalid_request",
-      );
-    },
-  );
+  it.each([
+    "status=DONE",
+    "status=%00",
+    "limit=0",
+    "limit=1001",
+    "limit=abc",
+    "cursor=nope",
+    "type=",
+    "type=%00",
+    "type=a%00b",
+    "type=send%20email",
+    "type=%ED%A0%80",
+  ])("rejects the list query %s", async (query) => {
+    await expectError(
+      call(api.baseUrl, "GET", `/v1/tasks?${query}`, { key: t.apiKey }),
+      400,
+      "invalid_request",
+    );
+  });
 });
 
 describe("422 semantically invalid", () => {
@@ -125,6 +138,8 @@ describe("422 semantically invalid", () => {
     ["type too long", { type: "a".repeat(129) }],
     ["idempotency_key too long", { type: "a", idempotency_key: "k".repeat(256) }],
     ["idempotency_key with spaces", { type: "a", idempotency_key: "a b" }],
+    ["backoff base_ms over max_ms", { type: "a", backoff: { base_ms: 5000, max_ms: 1000 } }],
+    ["backoff base_ms over the default max_ms", { type: "a", backoff: { base_ms: 3_600_001 } }],
     [
       "payload nested too deep",
       { type: "a", payload: JSON.parse("[".repeat(40) + "]".repeat(40)) },
@@ -138,6 +153,89 @@ describe("422 semantically invalid", () => {
 
   it("rejects a huge number that overflows to Infinity", async () => {
     await expectError(postRaw('{"type":"a","payload":{"n":1e400}}'), 422, "unprocessable");
+  });
+
+  // Valid JSON, but jsonb cannot store U+0000 or a lone surrogate: before it was
+  // refused here, Postgres refused it (500) and failed the whole group commit.
+  it.each([
+    ["a NUL in a value", '{"type":"a","payload":{"k":"x\\u0000y"}}', "$.k"],
+    ["a NUL in a key", '{"type":"a","payload":{"a":{"\\u0000":1}}}', '$.a["\\u0000"]'],
+    ["a lone high surrogate", '{"type":"a","payload":["ok","\\ud800"]}', "$[1]"],
+    ["a lone low surrogate in a key", '{"type":"a","payload":{"\\udc00":1}}', '$["\\udc00"]'],
+  ])("rejects %s as unsupported_unicode and writes nothing", async (_, body, path) => {
+    const before = await taskCount(t.id);
+    const res = await postRaw(body);
+    expect(res.status).toBe(422);
+    expect(res.body.error.details).toMatchObject({ rule: "unsupported_unicode", path });
+    const batch = await call(api.baseUrl, "POST", "/v1/tasks/batch", {
+      key: t.apiKey,
+      rawBody: `{"tasks":[{"type":"ok"},${body}]}`,
+    });
+    expect(batch.status).toBe(422);
+    expect(batch.body.error.details).toMatchObject({ index: 1, rule: "unsupported_unicode" });
+    expect(await taskCount(t.id)).toBe(before);
+  });
+
+  it("still stores a well-formed surrogate pair", async () => {
+    const res = await postRaw('{"type":"a","payload":{"\\ud83d\\ude00":"\\ud83d\\ude00"}}');
+    expect(res.status).toBe(201);
+    expect(res.body.payload).toEqual({ "😀": "😀" });
+  });
+
+  it("turns a value Postgres refuses anyway into 422; its group neighbours still commit", async () => {
+    // The backstop behind validation: a data exception (SQLSTATE class 22) is the
+    // request's fault. Here a row skips validation and reaches the store directly.
+    const pool = createPgPool({
+      connectionString: api.config.databaseUrl,
+      maxConnections: 1,
+      statementTimeoutMs: 5000,
+      connectTimeoutMs: 2000,
+      role: "chronofence_api",
+      applicationName: "test-backstop",
+      onError: () => undefined,
+    });
+    try {
+      const store = new PgTaskStore(pool);
+      const row = (payloadJson: string) => ({
+        draft: {
+          id: crypto.randomUUID(),
+          tenantId: t.id,
+          type: "backstop",
+          payloadJson,
+          priority: "standard" as const,
+          runAtMs: Date.now(),
+          maxAttempts: 3,
+          timeoutMs: 30_000,
+          backoff: { strategy: "fixed" as const, baseMs: 1, maxMs: 1 },
+          idempotencyKey: null,
+          createdAtMs: Date.now(),
+        },
+        requestHash: null,
+        apiKeyId: t.apiKeyId,
+        requestId: "test",
+      });
+      await expect(store.insertMany([row('"\\u0000"')], Date.now())).rejects.toMatchObject({
+        code: "unprocessable",
+        details: { rule: "data_exception", sqlstate: "22P05" },
+      });
+      // In one group commit with good rows: the bad request fails alone.
+      const committer = new GroupCommitter(
+        store,
+        systemClock,
+        { maxBatchRows: 100, maxInFlight: 1, maxQueuedRows: 100 },
+        () => undefined,
+      );
+      const [good, bad, alsoGood] = await Promise.allSettled([
+        committer.submit([row('{"ok":1}')]),
+        committer.submit([row('"\\ud800"')]),
+        committer.submit([row('{"ok":2}')]),
+      ]);
+      expect(good).toEqual({ status: "fulfilled", value: [{ kind: "created" }] });
+      expect(alsoGood).toEqual({ status: "fulfilled", value: [{ kind: "created" }] });
+      expect(bad).toMatchObject({ status: "rejected", reason: { code: "unprocessable" } });
+    } finally {
+      await pool.end();
+    }
   });
 
   it("rejects an empty batch and one over 1000 tasks", async () => {

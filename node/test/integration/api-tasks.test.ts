@@ -94,6 +94,16 @@ describe("POST /v1/tasks", () => {
     expect(Date.parse(res.body.run_at)).toBeGreaterThanOrEqual(before);
   });
 
+  it("accepts RFC 3339's lowercase t and z in run_at", async () => {
+    const runAt = new Date(Date.now() + 86_400_000).toISOString();
+    const res = await post(a.apiKey, {
+      type: "t",
+      run_at: runAt.replace("T", "t").replace("Z", "z"),
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.run_at).toBe(runAt);
+  });
+
   it("accepts every documented field", async () => {
     const runAt = new Date(Date.now() + 86_400_000).toISOString();
     const res = await post(a.apiKey, {
@@ -131,6 +141,31 @@ describe("idempotency", () => {
       c.query("SELECT count(*)::int AS n FROM tasks WHERE idempotency_key = 'pay-1'"),
     );
     expect(count.rows[0].n).toBe(1);
+  });
+
+  it("replays a body with reordered keys or explicit defaults as the same request", async () => {
+    const first = await call(api.baseUrl, "POST", "/v1/tasks", {
+      key: a.apiKey,
+      rawBody: '{"type":"charge","idempotency_key":"pay-3","payload":{"cents":100,"to":"x"}}',
+    });
+    expect(first.status).toBe(201);
+    const variants = [
+      '{"payload":{"to":"x","cents":100},"idempotency_key":"pay-3","type":"charge"}',
+      '{"type":"charge","idempotency_key":"pay-3","payload":{"cents":100,"to":"x"},"priority":"standard"}',
+      '{"type":"charge","idempotency_key":"pay-3","payload":{"cents":100,"to":"x"},"max_attempts":3,"timeout_ms":30000,"delay_ms":0,"backoff":{"strategy":"exponential"}}',
+    ];
+    for (const rawBody of variants) {
+      const again = await call(api.baseUrl, "POST", "/v1/tasks", { key: a.apiKey, rawBody });
+      expect(again.status, rawBody).toBe(200);
+      expect(again.body.id).toBe(first.body.id);
+    }
+    const other = await post(a.apiKey, {
+      type: "charge",
+      idempotency_key: "pay-3",
+      payload: { cents: 100, to: "x" },
+      priority: "critical",
+    });
+    expect(other.status).toBe(409);
   });
 
   it("answers 409 for the same key with another body", async () => {

@@ -113,7 +113,7 @@ function bodyCase(rng: Rng): Case {
     body,
   });
   const json = JSON.stringify(VALID);
-  switch (rng.int(12)) {
+  switch (rng.int(13)) {
     case 0:
       return post("random bytes", rng.bytes(1 + rng.int(2000)));
     case 1:
@@ -185,6 +185,20 @@ function bodyCase(rng: Rng): Case {
       ]);
       return { kind: "bad batch", method: "POST", path: "/v1/tasks/batch", body };
     }
+    case 11: {
+      // Valid JSON that jsonb refuses: NUL and lone surrogates, as JSON escapes.
+      const bad = rng.pick(["\\u0000", "a\\u0000b", "\\ud800", "x\\udfff", "\\udc00\\ud800"]);
+      const payload = rng.pick([`"${bad}"`, `{"${bad}":1}`, `{"k":["ok",{"n":"${bad}"}]}`]);
+      const item = `{"type":"a","payload":${payload}}`;
+      if (rng.next() < 0.5) return post("unsupported unicode", item);
+      const body = `{"tasks":[{"type":"ok"},${item}]}`;
+      return {
+        kind: "unsupported unicode in a batch",
+        method: "POST",
+        path: "/v1/tasks/batch",
+        body,
+      };
+    }
     default: {
       const auth = rng.pick([
         "",
@@ -209,7 +223,8 @@ function bodyCase(rng: Rng): Case {
 function queryCase(rng: Rng): Case {
   const path = rng.pick([
     `/v1/tasks/${rng.pick(["x", "%00", "..%2F..", "0".repeat(36), "01a22671-d5ac-7ed8-b442-80a19b2f1155"])}`,
-    `/v1/tasks?status=${rng.pick(["", "x", "running", "%ff"])}`,
+    `/v1/tasks?status=${rng.pick(["", "x", "running", "%ff", "%00"])}`,
+    `/v1/tasks?type=${rng.pick(["", "%00", "a%00b", "a%20b", "%ED%A0%80", "%ff"])}`,
     `/v1/tasks?limit=${rng.pick(["-1", "0", "1e3", "99999", "NaN"])}`,
     `/v1/tasks?cursor=${rng.pick(["x", "'; DROP TABLE tasks; --", "%27"])}`,
     `/v${2 + rng.int(8)}/${rng.pick(["tasks", "x", ""])}`,

@@ -40,9 +40,34 @@ export function isRetryablePgError(error: unknown): boolean {
   return RETRYABLE_MESSAGES.some((re) => re.test(error.message));
 }
 
-/** Wraps any Postgres failure: retryable ones as Unavailable, the rest as Internal. */
+/**
+ * SQLSTATE class 22, data exception: Postgres refused a value the request
+ * carried (a NUL in jsonb, an out-of-range number, bad text encoding).
+ * Validation should have refused it first; this is the backstop, and it is
+ * permanent for that request, so a 422, not a 500 or a retry.
+ */
+export const isDataException = (error: unknown): boolean => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.length === 5 && code.startsWith("22");
+};
+
+/**
+ * Wraps any Postgres failure: retryable ones as Unavailable, data exceptions
+ * as Unprocessable, the rest as Internal.
+ */
 export function fromPgError(error: unknown, operation: string): ChronofenceError {
   if (error instanceof ChronofenceError) return error;
+  if (isDataException(error)) {
+    const sqlstate = (error as { code: string }).code;
+    return new ChronofenceError(
+      ErrorCode.Unprocessable,
+      `postgres refused a value during ${operation}`,
+      {
+        details: { rule: "data_exception", sqlstate },
+        cause: error,
+      },
+    );
+  }
   if (isRetryablePgError(error)) {
     return new ChronofenceError(ErrorCode.Unavailable, `postgres unavailable during ${operation}`, {
       cause: error,

@@ -82,6 +82,48 @@ describe("validateSubmission", () => {
     expect(codeOf({ type: "a", payload: { n: Infinity } })).toBe("unprocessable");
   });
 
+  it("refuses NUL and lone surrogates that jsonb cannot store, in values and keys (422)", () => {
+    const detailsOf = (payload: unknown, index?: number) => {
+      try {
+        validateSubmission({ type: "a", payload }, ctx, index);
+        return "ok";
+      } catch (error) {
+        expect((error as ChronofenceError).code).toBe("unprocessable");
+        return (error as ChronofenceError).details;
+      }
+    };
+    expect(detailsOf("a\u0000b")).toMatchObject({ rule: "unsupported_unicode", path: "$" });
+    expect(detailsOf({ k: ["x", "\ud800"] })).toMatchObject({
+      rule: "unsupported_unicode",
+      path: "$.k[1]",
+    });
+    expect(detailsOf({ k: "\udc00x" })).toMatchObject({ rule: "unsupported_unicode" });
+    expect(detailsOf({ "\u0000": 1 })).toMatchObject({
+      rule: "unsupported_unicode",
+      path: '$["\\u0000"]',
+    });
+    expect(detailsOf({ a: { "k\ud83d": 1 } }, 4)).toMatchObject({
+      index: 4,
+      rule: "unsupported_unicode",
+    });
+    // A well-formed pair is one character, and fine.
+    expect(detailsOf({ "😀": "😀", s: "\ud83d\ude00" })).toBe("ok");
+  });
+
+  it("refuses a backoff whose base exceeds its max (422), counting the default max", () => {
+    const backoff = (b: object) => codeOf({ type: "a", backoff: b });
+    expect(backoff({ base_ms: 10, max_ms: 10 })).toBe("ok");
+    expect(backoff({ base_ms: 11, max_ms: 10 })).toBe("unprocessable");
+    expect(backoff({ base_ms: 3_600_001 })).toBe("unprocessable");
+    expect(backoff({ max_ms: 999 })).toBe("unprocessable");
+  });
+
+  it("accepts RFC 3339's lowercase t and z", () => {
+    const { draft } = validateSubmission({ type: "a", run_at: "2030-01-02t03:04:05.5z" }, ctx);
+    expect(draft.runAtMs).toBe(Date.parse("2030-01-02T03:04:05.5Z"));
+    expect(codeOf({ type: "a", run_at: "2030-01-02t03:04:05+01:00" })).toBe("ok");
+  });
+
   it("names the batch item in error details", () => {
     try {
       validateSubmission({ type: 1 }, ctx, 7);
@@ -101,6 +143,37 @@ describe("validateSubmission", () => {
     );
     expect(a.canonicalRequest).toBe(b.canonicalRequest);
     expect(validateSubmission({ type: "a" }, ctx).canonicalRequest).toBeNull();
+  });
+
+  it("canonicalises key order and explicit defaults, and still tells different requests apart", () => {
+    const canonical = (body: object) =>
+      validateSubmission({ idempotency_key: "k", ...body }, ctx).canonicalRequest;
+    const base = canonical({ type: "a", payload: { x: 1, y: { p: [1, { b: 2, a: 1 }] } } });
+    expect(canonical({ payload: { y: { p: [1, { a: 1, b: 2 }] }, x: 1 }, type: "a" })).toBe(base);
+    expect(
+      canonical({
+        type: "a",
+        payload: { x: 1, y: { p: [1, { b: 2, a: 1 }] } },
+        priority: "standard",
+        max_attempts: 3,
+        timeout_ms: 30_000,
+        delay_ms: 0,
+        backoff: { max_ms: 3_600_000, strategy: "exponential" },
+      }),
+    ).toBe(base);
+    expect(canonical({ type: "a", payload: { x: 1, y: { p: [{ b: 2, a: 1 }, 1] } } })).not.toBe(
+      base,
+    );
+    expect(
+      canonical({ type: "a", payload: { x: 1, y: { p: [1, { b: 2, a: 1 }] } }, priority: "bulk" }),
+    ).not.toBe(base);
+    expect(canonical({ type: "a" })).toBe(canonical({ type: "a", payload: null }));
+    expect(canonical({ type: "a", run_at: "2030-01-01T10:00:00Z" })).toBe(
+      canonical({ type: "a", run_at: "2030-01-01T11:00:00.000+01:00" }),
+    );
+    expect(canonical({ type: "a", run_at: "2030-01-01T10:00:00Z" })).not.toBe(
+      canonical({ type: "a", delay_ms: 36_000_000 }),
+    );
   });
 });
 
