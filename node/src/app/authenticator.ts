@@ -69,12 +69,14 @@ export class Authenticator {
   }
 }
 
+/** The auth scheme is case-insensitive (RFC 7235 section 2.1), then one or more spaces. */
+const BEARER = /^bearer +/i;
+
 /** Hex SHA-256 of the key in `Bearer <key>`; throws Unauthorized when malformed. */
 function digestOf(authorization: string): string {
-  if (authorization.length > MAX_HEADER_CHARS || !authorization.startsWith("Bearer ")) {
-    throw unauthorized();
-  }
-  const key = authorization.slice(7).trim();
+  const scheme = authorization.length > MAX_HEADER_CHARS ? null : BEARER.exec(authorization);
+  if (!scheme) throw unauthorized();
+  const key = authorization.slice(scheme[0].length).trim();
   if (key.length === 0) throw unauthorized();
   return createHash("sha256").update(key).digest("hex");
 }

@@ -261,6 +261,32 @@ describe("422 semantically invalid", () => {
 });
 
 describe("401 authentication", () => {
+  it("accepts the Bearer scheme in any case (RFC 7235)", async () => {
+    for (const scheme of ["bearer", "BEARER", "BeArEr"]) {
+      const res = await call(api.baseUrl, "POST", "/v1/tasks", {
+        rawBody: '{"type":"a"}',
+        headers: { authorization: `${scheme} ${t.apiKey}` },
+      });
+      expect(res.status, scheme).toBe(201);
+    }
+  });
+
+  it("answers 401 on the headers, before the body arrives, and closes the connection", async () => {
+    const port = Number(new URL(api.baseUrl).port);
+    const head = (auth: string) =>
+      `POST /v1/tasks/batch HTTP/1.1\r\nHost: a\r\n${auth}Content-Type: application/json\r\nContent-Length: 15000000\r\n\r\n{"tasks":[`;
+    // No key, a malformed one (refused without a lookup) and an unknown one (a lookup).
+    // The body never follows: waiting for it would end in 408 at the request deadline.
+    for (const auth of [
+      "",
+      "Authorization: Basic x\r\n",
+      "Authorization: Bearer cfk_unknown\r\n",
+    ]) {
+      const answer = await rawRequest(port, head(auth), { untilClosed: true, timeoutMs: 8000 });
+      expect(answer, auth).toEqual({ status: 401, closed: true, timedOut: false });
+    }
+  });
+
   it("rejects a missing, malformed, unknown or revoked key", async () => {
     const body = { type: "a" };
     await expectError(call(api.baseUrl, "POST", "/v1/tasks", { body }), 401, "unauthorized");
@@ -288,6 +314,20 @@ describe("413 too large", () => {
       413,
       "payload_too_large",
     );
+  });
+
+  it("caps the body by the tenant's payload limit, not only the server's", async () => {
+    const small = await newTenant(api.config, { maxPayloadBytes: 100 });
+    // 4 × 100 + 4096 bytes for one task: well under the server's 8192.
+    const res = await call(api.baseUrl, "POST", "/v1/tasks", {
+      key: small.apiKey,
+      rawBody: `{"type":"a","payload":"x","pad":"${" ".repeat(5000)}"}`,
+    });
+    expect(res.status).toBe(413);
+    expect(res.body.error.details).toEqual({ max_body_bytes: 4496 });
+    // Whitespace is not payload: a loosely formatted body within the allowance is fine.
+    const pretty = `{"type":"a","payload":${" ".repeat(3000)}{"y":"${"y".repeat(80)}"}}`;
+    expect((await postRaw(pretty, small.apiKey)).status).toBe(201);
   });
 
   it("rejects one oversized item of a batch", async () => {

@@ -10,8 +10,6 @@ export interface HttpRequestData {
   /** Route parameters in pattern order. */
   params: string[];
   authorization: string;
-  /** The whole body, for routes that accept one; null otherwise. */
-  body: Buffer | null;
 }
 
 export interface HttpReply {
@@ -21,16 +19,39 @@ export interface HttpReply {
   headers?: Array<[string, string]>;
 }
 
-export interface Route {
+export type Route = BodylessRoute | BodyRoute;
+
+interface RouteBase {
   method: "get" | "post" | "del";
   /** uWS pattern syntax: `/v1/tasks/:id`. */
   pattern: string;
   /** The metrics label, e.g. `GET /v1/tasks/{id}`. */
   name: string;
-  /** Accepts a body of at most this many bytes (413 beyond); omit for no body. */
-  maxBodyBytes?: number;
+}
+
+export interface BodylessRoute extends RouteBase {
   handle(request: HttpRequestData): Promise<HttpReply>;
 }
+
+/**
+ * A route that takes a body. `admit` sees the request line and headers
+ * before a byte of the body is read: it authenticates (a rejection, e.g.
+ * 401, is answered at once, and the connection closed if the body is still
+ * coming) and says how large a body this caller may send (413 beyond).
+ */
+export interface BodyRoute extends RouteBase {
+  /** Never buffer more than this, whoever asks, even while `admit` is pending. */
+  maxBodyBytes: number;
+  admit(request: HttpRequestData): Admission | Promise<Admission>;
+}
+
+export interface Admission {
+  /** The body limit for this caller (at most the route's maxBodyBytes). */
+  maxBodyBytes: number;
+  handle(body: Buffer): Promise<HttpReply>;
+}
+
+export const isBodyRoute = (route: Route): route is BodyRoute => "admit" in route;
 
 export const json = (
   status: number,

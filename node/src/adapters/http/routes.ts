@@ -3,10 +3,17 @@ import type { Authenticator } from "../../app/authenticator.js";
 import type { IngestService } from "../../app/ingest.js";
 import type { TaskQueries } from "../../app/task-queries.js";
 import { ChronofenceError, ErrorCode, RateLimitedError } from "../../domain/errors.js";
+import { bodyAllowanceBytes, MAX_BATCH_TASKS } from "../../domain/submission.js";
 import type { Principal } from "../../domain/tenant.js";
 import type { HealthCheck } from "../../ports/health.js";
 import type { IngestMetrics } from "../../ports/ingest-metrics.js";
-import { type HttpReply, type HttpRequestData, json, type Route } from "./exchange.js";
+import {
+  type Admission,
+  type HttpReply,
+  type HttpRequestData,
+  json,
+  type Route,
+} from "./exchange.js";
 import { presentTask } from "./present.js";
 
 export interface RouteDeps {
@@ -15,6 +22,7 @@ export interface RouteDeps {
   queries: TaskQueries;
   health: HealthCheck[];
   metrics: IngestMetrics & { render(): Promise<{ contentType: string; body: string }> };
+  /** Server-wide body caps; a tenant's own cap follows from its payload limit. */
   maxSingleBodyBytes: number;
   maxBatchBodyBytes: number;
   nextRequestId: () => string;
@@ -26,6 +34,24 @@ export function apiRoutes(deps: RouteDeps): Route[] {
   const principalOf = (request: HttpRequestData): Principal | Promise<Principal> =>
     deps.authenticator.cached(request.authorization) ??
     deps.authenticator.authenticate(request.authorization);
+  /** Authenticates on the headers alone, then sizes the body for the tenant. */
+  const admitting =
+    (
+      maxBodyBytes: number,
+      tasks: number,
+      handle: (p: Principal, body: Buffer) => Promise<HttpReply>,
+    ) =>
+    (request: HttpRequestData): Admission | Promise<Admission> => {
+      const admit = (principal: Principal): Admission => ({
+        maxBodyBytes: Math.min(
+          maxBodyBytes,
+          bodyAllowanceBytes(principal.limits.maxPayloadBytes, tasks),
+        ),
+        handle: (body) => handle(principal, body),
+      });
+      const principal = principalOf(request);
+      return principal instanceof Promise ? principal.then(admit) : admit(principal);
+    };
   const rateLimited = (error: unknown, tasks: number): never => {
     if (error instanceof RateLimitedError) deps.metrics.rateLimited(tasks);
     throw error;
@@ -37,30 +63,28 @@ export function apiRoutes(deps: RouteDeps): Route[] {
       pattern: "/v1/tasks",
       name: "POST /v1/tasks",
       maxBodyBytes: deps.maxSingleBodyBytes,
-      async handle(request) {
-        const principal = await principalOf(request);
-        const body = parseJson(request.body);
+      admit: admitting(deps.maxSingleBodyBytes, 1, async (principal, raw) => {
+        const body = parseJson(raw);
         const result = await deps.ingest
           .submitOne(principal, body, deps.nextRequestId())
           .catch((error: unknown) => rateLimited(error, 1));
         if (result.replayed)
           return json(200, presentTask(result.task), [["Idempotent-Replayed", "true"]]);
         return json(201, presentTask(result.task));
-      },
+      }),
     },
     {
       method: "post",
       pattern: "/v1/tasks/batch",
       name: "POST /v1/tasks/batch",
       maxBodyBytes: deps.maxBatchBodyBytes,
-      async handle(request) {
-        const principal = await principalOf(request);
-        const body = parseJson(request.body);
+      admit: admitting(deps.maxBatchBodyBytes, MAX_BATCH_TASKS, async (principal, raw) => {
+        const body = parseJson(raw);
         const items = await deps.ingest
           .submitBatch(principal, body, deps.nextRequestId())
           .catch((error: unknown) => rateLimited(error, batchSizeOf(body)));
         return json(201, { tasks: items.map(presentBatchItem) });
-      },
+      }),
     },
     {
       method: "get",
@@ -118,8 +142,8 @@ export function apiRoutes(deps: RouteDeps): Route[] {
 }
 
 /** Strict UTF-8, then JSON; either failing is a 400. */
-export function parseJson(body: Buffer | null): unknown {
-  if (body === null || body.length === 0) {
+export function parseJson(body: Buffer): unknown {
+  if (body.length === 0) {
     throw new ChronofenceError(ErrorCode.InvalidJson, "a JSON body is required");
   }
   let text: string;

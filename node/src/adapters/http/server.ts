@@ -6,17 +6,30 @@
  *  - `res.onAborted` is attached before any async work; after an abort, or
  *    after we answered, `res` is never touched again (`state.done`).
  *  - Writes from async callbacks go inside `res.cork`.
- *  - Bodies arrive in chunks through `res.onData`; chunks are copied (uWS
- *    neuters them on return) and the size limit is enforced while streaming:
+ *  - Bodies arrive in chunks through `res.onData`, which must be attached
+ *    in the synchronous handler (uWS drops chunks that come before it);
+ *    chunks are copied (uWS neuters them on return).
+ *  - A body route is admitted on its headers first (authentication, the
+ *    caller's body limit): a refusal is answered before the body is read,
+ *    closing the connection if the body is still coming; while admission
+ *    waits on a lookup, the socket is paused, so at most what is already
+ *    received gets buffered. The size limit is enforced while streaming:
  *    413 and close, without buffering the rest.
- * Every request has a deadline: if its handler has not settled by then
- * (a hung dependency), it is answered 503. Nothing a client sends can throw
- * out of a uWS callback.
+ * Every request has a deadline: if it has not been answered by then, it gets
+ * 408 while the client still owes body bytes, 503 otherwise (a hung
+ * dependency). Nothing a client sends can throw out of a uWS callback.
  */
 import uWS from "uWebSockets.js";
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
 import { errorResponse } from "./errors.js";
-import type { HttpReply, HttpRequestData, Route } from "./exchange.js";
+import {
+  type Admission,
+  type BodyRoute,
+  type HttpReply,
+  type HttpRequestData,
+  isBodyRoute,
+  type Route,
+} from "./exchange.js";
 
 export interface HttpServerOptions {
   host: string;
@@ -34,8 +47,15 @@ interface Exchange {
   res: uWS.HttpResponse;
   route: string;
   deadlineMs: number;
-  /** Still receiving the body: a deadline then is the client's fault (408), not ours (503). */
-  reading: boolean;
+  /**
+   * admitting: waiting on our own lookup (a deadline then is ours: 503);
+   * reading: admitted, waiting for the client's body (408);
+   * handling: all received, the route is working (503).
+   */
+  phase: "admitting" | "reading" | "handling";
+  /** Body bytes may still be on the wire: answering early must close the connection. */
+  bodyPending: boolean;
+  paused: boolean;
   done: boolean;
 }
 
@@ -103,13 +123,11 @@ export class HttpServer {
     this.app[route.method](route.pattern, (res, req) => {
       const exchange = this.begin(res, route.name);
       const request = snapshot(req, route);
-      if (route.maxBodyBytes === undefined) return this.run(exchange, route, request);
-      const declared = Number(req.getHeader("content-length") || "0");
-      if (declared > route.maxBodyBytes) return this.tooLarge(exchange, route.maxBodyBytes);
-      this.readBody(exchange, route.maxBodyBytes, (body) => {
-        request.body = body;
-        this.run(exchange, route, request);
-      });
+      if (!isBodyRoute(route)) return this.run(exchange, () => route.handle(request));
+      const declared = req.getHeader("content-length");
+      const chunked = req.getHeader("transfer-encoding") !== "";
+      exchange.bodyPending = chunked || (declared !== "" && declared !== "0");
+      this.receive(exchange, route, request, declared === "" ? null : Number(declared));
     });
   }
 
@@ -118,7 +136,9 @@ export class HttpServer {
       res,
       route,
       deadlineMs: this.options.monotonicMs() + this.options.requestTimeoutMs,
-      reading: false,
+      phase: "handling",
+      bodyPending: false,
+      paused: false,
       done: false,
     };
     res.onAborted(() => this.finish(exchange));
@@ -126,25 +146,81 @@ export class HttpServer {
     return exchange;
   }
 
-  private readBody(exchange: Exchange, maxBytes: number, then: (body: Buffer) => void): void {
+  /**
+   * Admits the request on its headers, then reads its body. Called inside the
+   * uWS handler: onData is attached before it returns.
+   */
+  private receive(
+    exchange: Exchange,
+    route: BodyRoute,
+    request: HttpRequestData,
+    declaredBytes: number | null,
+  ): void {
     const chunks: Buffer[] = [];
     let size = 0;
-    exchange.reading = true;
+    let admission: Admission | null = null;
+    const limitBytes = () => admission?.maxBodyBytes ?? route.maxBodyBytes;
+    const proceed = () => {
+      // uWS may still report an empty last chunk for a request that had no body.
+      if (exchange.bodyPending || exchange.phase === "handling") return;
+      exchange.phase = "handling";
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      this.run(exchange, () => admission!.handle(body));
+    };
+    exchange.phase = "admitting";
     exchange.res.onData((chunk, isLast) => {
       if (exchange.done) return;
       size += chunk.byteLength;
-      if (size > maxBytes) return this.tooLarge(exchange, maxBytes);
+      if (size > limitBytes()) return this.tooLarge(exchange, limitBytes());
       chunks.push(Buffer.from(new Uint8Array(chunk))); // a copy: uWS reuses `chunk`
       if (!isLast) return;
-      exchange.reading = false;
-      then(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      exchange.bodyPending = false;
+      if (admission) proceed();
     });
+    const admitted = (granted: Admission) => {
+      if (exchange.done) return;
+      this.resume(exchange);
+      admission = granted;
+      const tooLargeBytes = Math.max(declaredBytes ?? 0, size);
+      if (tooLargeBytes > granted.maxBodyBytes)
+        return this.tooLarge(exchange, granted.maxBodyBytes);
+      exchange.phase = "reading";
+      proceed();
+    };
+    const refused = (error: unknown) => {
+      if (exchange.done) return;
+      this.resume(exchange);
+      this.fail(exchange, error, exchange.bodyPending);
+    };
+    let pending: Admission | Promise<Admission>;
+    try {
+      pending = route.admit(request);
+    } catch (error) {
+      refused(error);
+      return;
+    }
+    if (!(pending instanceof Promise)) {
+      admitted(pending);
+      return;
+    }
+    // A lookup: read no more of the body until we know who is sending it.
+    if (exchange.bodyPending) {
+      exchange.res.pause();
+      exchange.paused = true;
+    }
+    pending.then(admitted, refused);
   }
 
-  private run(exchange: Exchange, route: Route, request: HttpRequestData): void {
+  private resume(exchange: Exchange): void {
+    if (!exchange.paused || exchange.done) return;
+    exchange.paused = false;
+    exchange.res.resume();
+  }
+
+  private run(exchange: Exchange, handle: () => Promise<HttpReply>): void {
     let pending: Promise<HttpReply>;
     try {
-      pending = route.handle(request);
+      pending = handle();
     } catch (error) {
       pending = Promise.reject(error);
     }
@@ -198,14 +274,15 @@ export class HttpServer {
     const nowMs = this.options.monotonicMs();
     for (const exchange of this.inFlight) {
       if (exchange.deadlineMs > nowMs) continue;
-      if (exchange.reading) {
+      if (exchange.phase === "reading") {
         const error = new ChronofenceError(
           ErrorCode.RequestTimeout,
           "request body not received in time",
         );
         this.fail(exchange, error, true);
       } else {
-        this.fail(exchange, new ChronofenceError(ErrorCode.Unavailable, "request timed out"));
+        const error = new ChronofenceError(ErrorCode.Unavailable, "request timed out");
+        this.fail(exchange, error, exchange.bodyPending);
       }
     }
   }
@@ -220,7 +297,6 @@ function snapshot(req: uWS.HttpRequest, route: Route): HttpRequestData {
     query: req.getQuery() ?? "",
     params,
     authorization: req.getHeader("authorization"),
-    body: null,
   };
 }
 

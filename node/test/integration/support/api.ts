@@ -60,9 +60,14 @@ export async function call(
   baseUrl: string,
   method: string,
   path: string,
-  options: { key?: string; body?: unknown; rawBody?: string | Uint8Array } = {},
+  options: {
+    key?: string;
+    body?: unknown;
+    rawBody?: string | Uint8Array;
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<Answer> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers.authorization = `Bearer ${options.key}`;
   let body: string | Uint8Array | undefined;
   if (options.rawBody !== undefined) body = options.rawBody;

@@ -57,10 +57,19 @@ describe("Authenticator", () => {
     expect(await auth.authenticate("Bearer nope")).toBe(principal);
   });
 
+  it("reads the scheme case-insensitively (RFC 7235): one key, one cache entry", async () => {
+    const { dir, state } = directory(true);
+    const auth = new Authenticator(dir, new FakeClock(), options);
+    expect(await auth.authenticate("bearer k")).toBe(principal);
+    expect(auth.cached("Bearer k")).toBe(principal);
+    expect(auth.cached("BEARER  k")).toBe(principal);
+    expect(state.lookups).toBe(1);
+  });
+
   it("rejects malformed headers without a lookup", async () => {
     const { dir, state } = directory(true);
     const auth = new Authenticator(dir, new FakeClock(), options);
-    for (const header of ["", "Basic x", "Bearer ", "bearer x", `Bearer ${"x".repeat(600)}`]) {
+    for (const header of ["", "Basic x", "Bearer ", "Bearerx", `Bearer ${"x".repeat(600)}`]) {
       await expect(auth.authenticate(header)).rejects.toMatchObject({ code: "unauthorized" });
     }
     expect(state.lookups).toBe(0);
