@@ -1,4 +1,4 @@
-import { RateLimitedError } from "../domain/errors.js";
+import { ChronofenceError, ErrorCode, RateLimitedError } from "../domain/errors.js";
 import type { TenantLimits } from "../domain/tenant.js";
 import { TokenBucket } from "../domain/token-bucket.js";
 import type { Clock } from "../ports/clock.js";
@@ -13,8 +13,19 @@ export class RateLimiter {
 
   constructor(private readonly clock: Clock) {}
 
-  /** Takes `tasks` tokens or throws RateLimitedError without taking any. */
+  /**
+   * Takes `tasks` tokens or throws without taking any: RateLimitedError when
+   * the bucket is short for now, Unprocessable (`batch_exceeds_burst`) when
+   * it can never hold that many — waiting would not help, so no 429.
+   */
   take(tenantId: string, limits: TenantLimits, tasks: number): void {
+    if (tasks > limits.burst) {
+      throw new ChronofenceError(
+        ErrorCode.Unprocessable,
+        `a request of ${tasks} tasks exceeds the tenant's burst of ${limits.burst}; split it`,
+        { details: { rule: "batch_exceeds_burst", tasks, burst: limits.burst } },
+      );
+    }
     const nowMs = this.clock.monotonicMs();
     let bucket = this.buckets.get(tenantId);
     if (!bucket || bucket.ratePerS !== limits.ratePerS || bucket.burst !== limits.burst) {

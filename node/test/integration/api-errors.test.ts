@@ -357,9 +357,28 @@ describe("429 rate limit", () => {
       body: { tasks: [{ type: "a" }, { type: "b" }] },
     });
     expect(batch.status).toBe(429);
+    expect(Number(batch.headers.get("retry-after"))).toBeLessThanOrEqual(4);
+    expect(batch.body.error.details.retry_after_ms).toBeGreaterThan(0);
     expect(await taskCount(slow.id)).toBe(2);
     const metrics = await call(api.baseUrl, "GET", "/metrics");
     expect(metrics.body).toMatch(/cf_rate_limited_requests_total [1-9]/);
+  });
+
+  it("refuses a batch larger than the burst with 422: waiting could never help", async () => {
+    const small = await newTenant(api.config, { ratePerS: 1000, burst: 3 });
+    const res = await call(api.baseUrl, "POST", "/v1/tasks/batch", {
+      key: small.apiKey,
+      body: { tasks: Array.from({ length: 4 }, () => ({ type: "a" })) },
+    });
+    expect(res.status).toBe(422);
+    expect(res.headers.get("retry-after")).toBeNull();
+    expect(res.body.error.details).toEqual({ rule: "batch_exceeds_burst", tasks: 4, burst: 3 });
+    expect(await taskCount(small.id)).toBe(0);
+    const fits = await call(api.baseUrl, "POST", "/v1/tasks/batch", {
+      key: small.apiKey,
+      body: { tasks: Array.from({ length: 3 }, () => ({ type: "a" })) },
+    });
+    expect(fits.status).toBe(201);
   });
 });
 
