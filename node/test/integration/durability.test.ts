@@ -107,13 +107,25 @@ describe("durability", () => {
     expect(await countOfType("under-load")).toBeGreaterThanOrEqual(acknowledged.length);
   });
 
-  it("drains in-flight requests on SIGTERM and exits 0", async () => {
-    const child = await startChild(bundle.file, childEnv());
-    const answers = Array.from({ length: 50 }, () => post(child.port, "sigterm").catch(() => null));
+  it("answers in-flight requests 201 on SIGTERM, keeps their rows, and exits 0", async () => {
+    // Commits are held until SIGTERM, so all 50 requests are surely in flight when it comes.
+    const child = await startChild(
+      bundle.file,
+      childEnv({
+        CF_TEST_HOLD_COMMITS: "1",
+        CF_PG_POOL_SIZE: "64",
+        CF_GROUP_COMMIT_MAX_IN_FLIGHT: "64",
+      }),
+    );
+    const answers = Array.from({ length: 50 }, () => post(child.port, "sigterm"));
+    await child.printed(/^HELD 50$/);
     child.process.kill("SIGTERM");
     const settled = await Promise.all(answers);
     expect((await child.exited).code).toBe(0);
-    const acknowledged = settled.filter((a) => a?.status === 201).map((a) => a!.id!);
-    expect(await storedIds(acknowledged)).toHaveLength(acknowledged.length);
+    expect(settled.map((a) => a.status)).toEqual(Array(50).fill(201));
+    const ids = settled.map((a) => a.id!);
+    expect(new Set(ids).size).toBe(50);
+    expect(await storedIds(ids)).toHaveLength(50);
+    expect(await countOfType("sigterm")).toBe(50);
   });
 });

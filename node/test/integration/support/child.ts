@@ -27,6 +27,8 @@ export interface Child {
   process: ChildProcess;
   port: number;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves when the child has printed a line matching `pattern` (now or later). */
+  printed(pattern: RegExp): Promise<void>;
 }
 
 const live = new Set<ChildProcess>();
@@ -48,16 +50,26 @@ export async function startChild(file: string, env: Record<string, string>): Pro
       resolve({ code, signal });
     }),
   );
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /LISTENING (\d+)/.exec(out);
-      if (match) resolve(Number(match[1]));
-    });
-    exited.then(({ code, signal }) =>
-      reject(new Error(`api child exited early (${code ?? signal})`)),
-    );
+  let out = "";
+  const watchers = new Set<() => void>();
+  child.stdout!.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+    for (const check of watchers) check();
   });
-  return { process: child, port, exited };
+  const printed = (pattern: RegExp) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (!out.split("\n").some((line) => pattern.test(line))) return;
+        watchers.delete(check);
+        resolve();
+      };
+      watchers.add(check);
+      check();
+      exited.then(({ code, signal }) =>
+        reject(new Error(`api child exited (${code ?? signal}) before printing ${pattern}`)),
+      );
+    });
+  await printed(/^LISTENING \d+$/);
+  const port = Number(/LISTENING (\d+)/.exec(out)![1]);
+  return { process: child, port, exited, printed };
 }
