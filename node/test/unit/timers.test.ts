@@ -240,8 +240,8 @@ describe("process lifetime", () => {
     const entry = new URL("../../../dist/node/src/index.js", import.meta.url);
     expect(existsSync(entry), "run `npm run build` first").toBe(true);
     const script = `
-      import { Timers, mainThreadDriver } from ${JSON.stringify(entry.href)};
-      for (const driver of [undefined, mainThreadDriver]) {
+      import { Timers, mainThreadDriver, workerThreadDriver } from ${JSON.stringify(entry.href)};
+      for (const driver of [undefined, workerThreadDriver, mainThreadDriver]) {
         const timers = new Timers(driver ? { driver } : {});
         timers.setTimeout(() => console.log("should not fire"), 60_000);
         timers.close();
