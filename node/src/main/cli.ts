@@ -150,6 +150,10 @@ async function runUntilSignal(config: Config, roles: string[]): Promise<void> {
     const stop = async (signal: string) => {
       logger.info({ signal }, "shutting down");
       for (const stopRole of stops) await stopRole().catch(() => undefined);
+      // Everything is drained and released; idle keep-alive sockets of
+      // clients must not keep the process alive.
+      logger.flush();
+      setTimeout(() => process.exit(0), 100).unref();
       resolve();
     };
     process.once("SIGTERM", () => void stop("SIGTERM"));

@@ -85,6 +85,9 @@ export async function startDispatchRoles(
   if (roles.has("dispatcher")) await publisher.ensureTopics();
   const outbox = new Outbox(publisher, hotTier, clock, metrics, {
     nodeId,
+    maxInFlight: 2,
+    maxBatchTasks: 500,
+    maxBatchBytes: 512 * 1024,
     retryDelayMs: 200,
     onError,
   });

@@ -32,8 +32,8 @@ export class PgDispatchStore implements DispatchStore {
         fence.shard,
         claims.map((c) => c.taskId),
         claims.map((c) => c.runAtMs),
-        minMs,
-        maxMs,
+        isoOf(minMs),
+        isoOf(maxMs),
       ]);
       const fenced = result.rows[0]?.fenced === 1;
       const armed = result.rows.filter((row) => row.id !== null).map(toArmedTask);
@@ -50,7 +50,7 @@ export class PgDispatchStore implements DispatchStore {
   ): Promise<ScheduledEntry[]> {
     try {
       const result = await this.pool.query(SCHEDULED_BEFORE, [
-        beforeMs,
+        isoOf(beforeMs),
         after?.runAtMs ?? null,
         after?.taskId ?? null,
         limit,
@@ -67,13 +67,16 @@ export class PgDispatchStore implements DispatchStore {
 
   async rearmStale(staleBeforeMs: number, nowMs: number, limit: number): Promise<number> {
     try {
-      const result = await this.pool.query(REARM_STALE, [staleBeforeMs, nowMs, limit]);
+      const result = await this.pool.query(REARM_STALE, [isoOf(staleBeforeMs), nowMs, limit]);
       return result.rowCount ?? 0;
     } catch (error) {
       throw fromPgError(error, "re-arm stale tasks");
     }
   }
 }
+
+/** Exact to the millisecond, which is all a run_at holds (it comes from epoch ms). */
+const isoOf = (epochMs: number): string => new Date(epochMs).toISOString();
 
 interface ArmedRow {
   id: string;

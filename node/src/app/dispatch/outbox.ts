@@ -1,6 +1,11 @@
 /**
  * The publish side of the dispatcher: tasks the wheel fired in one turn of
- * the event loop leave in one produce request. After the broker acknowledges,
+ * the event loop leave in one produce request, and while `maxInFlight`
+ * requests are out, newly fired tasks wait and leave together in the next.
+ * A broker serves one connection's requests one at a time, so many tiny
+ * requests queue behind each other; this batches exactly as much as the
+ * broker's own latency makes necessary, and adds no wait when it is idle.
+ * After the broker acknowledges,
  * their claims are removed from Redis (by shard). A failed request is retried
  * after a short pause, each task only while its shard's lease still holds —
  * otherwise it is dropped, and the shard's new owner publishes it.
@@ -24,6 +29,12 @@ export interface OutgoingTask {
 
 export interface OutboxOptions {
   nodeId: string;
+  /** Produce requests out at once. */
+  maxInFlight: number;
+  /** Most tasks per produce request. */
+  maxBatchTasks: number;
+  /** About the most envelope bytes per produce request (below the broker's message.max.bytes). */
+  maxBatchBytes: number;
   retryDelayMs: number;
   onError: (error: unknown, what: string) => void;
 }
@@ -32,6 +43,7 @@ export class Outbox {
   private pending: OutgoingTask[] = [];
   private flushScheduled = false;
   private inFlight = 0;
+  private requestsInFlight = 0;
 
   constructor(
     private readonly publisher: Publisher,
@@ -47,18 +59,27 @@ export class Outbox {
 
   add(item: OutgoingTask): void {
     this.pending.push(item);
-    if (this.flushScheduled) return;
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled || this.pending.length === 0) return;
+    if (this.requestsInFlight >= this.options.maxInFlight) return; // the next completion flushes
     this.flushScheduled = true;
     // setImmediate: everything the wheel fires in this turn joins one request.
     setImmediate(() => {
       this.flushScheduled = false;
-      void this.flush();
+      void this.flush().finally(() => {
+        this.requestsInFlight--;
+        this.scheduleFlush();
+      });
     });
   }
 
   private async flush(): Promise<void> {
-    const batch = this.pending;
-    this.pending = [];
+    this.requestsInFlight++;
+    const batch = this.takeBatch();
+    this.scheduleFlush(); // the rest, if any, in a parallel request
     const nowMs = this.clock.nowMs();
     const messages = batch.map((item) => this.messageOf(item, nowMs));
     this.inFlight += batch.length;
@@ -80,6 +101,18 @@ export class Outbox {
       batch[i]!.settled();
     }
     await this.ack(batch);
+  }
+
+  /** Up to maxBatchTasks and about maxBatchBytes of payload: a broker refuses larger record batches. */
+  private takeBatch(): OutgoingTask[] {
+    let bytes = 0;
+    let count = 0;
+    while (count < this.pending.length && count < this.options.maxBatchTasks) {
+      bytes += this.pending[count]!.task.payloadJson.length + 512;
+      if (count > 0 && bytes > this.options.maxBatchBytes) break;
+      count++;
+    }
+    return this.pending.splice(0, count);
   }
 
   private retry(batch: OutgoingTask[]): void {

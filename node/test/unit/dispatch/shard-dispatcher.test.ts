@@ -107,6 +107,9 @@ function setup(options: { fenced?: boolean } = {}) {
   const timers = new FakeTimers(clock);
   const outbox = new Outbox(publisher, hotTier, clock, noDispatchMetrics, {
     nodeId: "me",
+    maxInFlight: 2,
+    maxBatchTasks: 500,
+    maxBatchBytes: 512 * 1024,
     retryDelayMs: 10,
     onError: () => undefined,
   });

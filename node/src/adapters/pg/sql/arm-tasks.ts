@@ -1,7 +1,7 @@
 /**
  * arm-tasks: the dispatcher's one fenced write per claim batch.
  * $1 lease name, $2 owner, $3 epoch bigint, $4 now_ms float8, $5 shard int,
- * $6 ids uuid[], $7 run_at_ms float8[] (same order), $8 min run_at_ms, $9 max run_at_ms
+ * $6 ids uuid[], $7 run_at_ms float8[] (same order), $8 min run_at, $9 max run_at (timestamptz)
  * → always at least one row: `fenced` (1 when the lease held, else 0) and,
  *   for each task armed, its envelope fields (NULLs when none was armed).
  *
@@ -35,8 +35,8 @@ armed AS (
     FROM claim c
    WHERE EXISTS (SELECT 1 FROM fence)
      AND t.id = c.id AND t.run_at = c.run_at
-     AND t.run_at >= timestamptz 'epoch' + $8 * interval '1 millisecond'
-     AND t.run_at <= timestamptz 'epoch' + $9 * interval '1 millisecond'
+     AND t.run_at >= $8::timestamptz
+     AND t.run_at <= $9::timestamptz
      AND (t.status = 'SCHEDULED'
           OR (t.status = 'ARMED' AND t.dispatch_shard = $5 AND t.dispatch_epoch < $3))
   RETURNING t.id, t.tenant_id, t.type, t.payload::text AS payload_json, t.priority,
@@ -49,21 +49,22 @@ SELECT (SELECT count(*) FROM fence)::int AS fenced, a.*, tn.grace_ms
   LEFT JOIN tenants tn ON tn.id = a.tenant_id`;
 
 /**
- * scheduled-before: $1 before_ms, $2 after_run_at_ms (or NULL), $3 after_id, $4 limit
+ * scheduled-before: $1 before timestamptz, $2 after_run_at_ms (or NULL), $3 after_id, $4 limit
  * → SCHEDULED tasks with run_at < before, keyset-paginated by (run_at, id).
+ * `before` is a plain parameter so partitions after it are pruned at plan time.
  */
 export const SCHEDULED_BEFORE = `
 SELECT id, tenant_id, (extract(epoch FROM run_at) * 1000)::float8 AS run_at_ms
   FROM tasks
  WHERE status = 'SCHEDULED'
-   AND run_at < timestamptz 'epoch' + $1 * interval '1 millisecond'
+   AND run_at < $1::timestamptz
    AND ($2::float8 IS NULL
         OR (run_at, id) > (timestamptz 'epoch' + $2 * interval '1 millisecond', $3::uuid))
  ORDER BY run_at, id
  LIMIT $4`;
 
 /**
- * rearm-stale: $1 stale_before_ms, $2 now_ms, $3 limit → count of tasks sent
+ * rearm-stale: $1 stale_before timestamptz, $2 now_ms, $3 limit → count of tasks sent
  * back from ARMED to SCHEDULED: armed and due before stale_before (nobody
  * started them within the dispatch timeout). The new fencing token makes any
  * envelope already published for them stale; the next dispatcher arms them
@@ -73,8 +74,8 @@ export const REARM_STALE = `
 WITH stale AS (
   SELECT id, run_at FROM tasks
    WHERE status = 'ARMED'
-     AND armed_at < timestamptz 'epoch' + $1 * interval '1 millisecond'
-     AND run_at < timestamptz 'epoch' + $1 * interval '1 millisecond'
+     AND armed_at < $1::timestamptz
+     AND run_at < $1::timestamptz
    LIMIT $3
    FOR UPDATE SKIP LOCKED
 )
