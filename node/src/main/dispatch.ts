@@ -85,7 +85,7 @@ export async function startDispatchRoles(
   if (roles.has("dispatcher")) await publisher.ensureTopics();
   const outbox = new Outbox(publisher, hotTier, clock, metrics, {
     nodeId,
-    maxInFlight: 2,
+    maxInFlight: 8,
     maxBatchTasks: 500,
     maxBatchBytes: 512 * 1024,
     retryDelayMs: 200,
