@@ -1,6 +1,7 @@
 import type { Clock } from "../../ports/clock.js";
 import type { PreciseTimers } from "../../ports/precise-timers.js";
 import { Timers } from "../../timers/timers.js";
+import { workerThreadDriver } from "../../timers/worker-thread-driver.js";
 
 /**
  * PreciseTimers on a Wasm timing wheel of its own (node/src/timers): a
@@ -9,7 +10,9 @@ import { Timers } from "../../timers/timers.js";
  * with the injected clock.
  */
 export function wheelTimers(clock: Clock): PreciseTimers {
-  const timers = new Timers({ wallNowMs: () => clock.nowMs() });
+  // The sleeper-thread driver, not Timers' default: a dispatcher runs one Timers per owned shard
+  // on a busy event loop, where the main-thread driver's setImmediate turns would compete with I/O.
+  const timers = new Timers({ wallNowMs: () => clock.nowMs(), driver: workerThreadDriver });
   return {
     at: (epochMs, callback) => timers.at(epochMs, callback),
     get size() {
