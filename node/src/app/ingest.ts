@@ -10,7 +10,7 @@ import {
   validateBatchEnvelope,
   validateSubmission,
 } from "../domain/submission.js";
-import type { Task, TaskDraft } from "../domain/task.js";
+import { type Task, taskOfDraft } from "../domain/task.js";
 import type { Principal } from "../domain/tenant.js";
 import type { Clock } from "../ports/clock.js";
 import type { DueEntry, HotTier } from "../ports/hot-tier.js";
@@ -155,30 +155,4 @@ function toInsert(s: ValidatedSubmission, principal: Principal, requestId: strin
   const requestHash =
     s.canonicalRequest === null ? null : createHash("sha256").update(s.canonicalRequest).digest();
   return { draft: s.draft, requestHash, apiKeyId: principal.apiKeyId, requestId };
-}
-
-function taskOfDraft(draft: TaskDraft, payload: unknown): Task {
-  return {
-    id: draft.id,
-    tenantId: draft.tenantId,
-    type: draft.type,
-    payload,
-    priority: draft.priority,
-    status: "SCHEDULED",
-    runAtMs: draft.runAtMs,
-    attempt: 0,
-    maxAttempts: draft.maxAttempts,
-    timeoutMs: draft.timeoutMs,
-    backoff: draft.backoff,
-    idempotencyKey: draft.idempotencyKey,
-    fencingToken: null,
-    result: null,
-    lastError: null,
-    workflowId: null,
-    scheduleId: null,
-    createdAtMs: draft.createdAtMs,
-    updatedAtMs: draft.createdAtMs,
-    cancelledAtMs: null,
-    finishedAtMs: null,
-  };
 }

@@ -88,3 +88,30 @@ export interface Task {
   cancelledAtMs: number | null;
   finishedAtMs: number | null;
 }
+
+/** The task a draft becomes when it is stored: SCHEDULED, no attempt yet. */
+export function taskOfDraft(draft: TaskDraft, payload: unknown): Task {
+  return {
+    id: draft.id,
+    tenantId: draft.tenantId,
+    type: draft.type,
+    payload,
+    priority: draft.priority,
+    status: "SCHEDULED",
+    runAtMs: draft.runAtMs,
+    attempt: 0,
+    maxAttempts: draft.maxAttempts,
+    timeoutMs: draft.timeoutMs,
+    backoff: draft.backoff,
+    idempotencyKey: draft.idempotencyKey,
+    fencingToken: null,
+    result: null,
+    lastError: null,
+    workflowId: null,
+    scheduleId: null,
+    createdAtMs: draft.createdAtMs,
+    updatedAtMs: draft.createdAtMs,
+    cancelledAtMs: null,
+    finishedAtMs: null,
+  };
+}

@@ -3,7 +3,7 @@
  * commit per insertMany, idempotency per tenant and key, tenant scoping) and
  * the fake for use-case tests that need no Postgres.
  */
-import { CANCELLABLE_STATUSES, type Task } from "../../../src/domain/task.js";
+import { CANCELLABLE_STATUSES, type Task, taskOfDraft } from "../../../src/domain/task.js";
 import type {
   CancelOutcome,
   InsertOutcome,
@@ -33,29 +33,7 @@ export class MemoryTaskStore implements TaskStore {
         }
         this.keys.set(key, { taskId: draft.id, hash: hex(requestHash) });
       }
-      this.tasks.set(draft.id, {
-        id: draft.id,
-        tenantId: draft.tenantId,
-        type: draft.type,
-        payload: JSON.parse(draft.payloadJson),
-        priority: draft.priority,
-        status: "SCHEDULED",
-        runAtMs: draft.runAtMs,
-        attempt: 0,
-        maxAttempts: draft.maxAttempts,
-        timeoutMs: draft.timeoutMs,
-        backoff: draft.backoff,
-        idempotencyKey: draft.idempotencyKey,
-        fencingToken: null,
-        result: null,
-        lastError: null,
-        workflowId: null,
-        scheduleId: null,
-        createdAtMs: draft.createdAtMs,
-        updatedAtMs: draft.createdAtMs,
-        cancelledAtMs: null,
-        finishedAtMs: null,
-      });
+      this.tasks.set(draft.id, taskOfDraft(draft, JSON.parse(draft.payloadJson)));
       return { kind: "created" };
     });
   }
