@@ -5,30 +5,32 @@ import { createPgPool } from "../../src/adapters/pg/pool.js";
 import { PgTaskStore } from "../../src/adapters/pg/task-store.js";
 import { GroupCommitter } from "../../src/app/group-commit.js";
 import { revokeKey } from "../../src/main/admin.js";
-import { call, newTenant, startTestApi, type TestApi, type TestTenant } from "./support/api.js";
-import { rawRequest } from "./support/raw-http.js";
 import {
-  migratedDatabase,
-  requireRedis,
-  type TestDatabase,
-  testConfig,
-  withPg,
-} from "./support/services.js";
+  type ApiFixture,
+  call,
+  newTenant,
+  startApiFixture,
+  type TestApi,
+  type TestTenant,
+} from "./support/api.js";
+import { rawRequest } from "./support/raw-http.js";
+import { type TestDatabase, withPg } from "./support/services.js";
 
+let fixture: ApiFixture;
 let db: TestDatabase;
 let api: TestApi;
 let t: TestTenant;
 
 beforeAll(async () => {
-  await requireRedis();
-  db = await migratedDatabase();
-  api = await startTestApi(testConfig(db.url, { maxSingleBodyBytes: 8192, authCacheTtlMs: 0 }));
-  t = await newTenant(api.config, { maxPayloadBytes: 1024 });
+  fixture = await startApiFixture(
+    { maxSingleBodyBytes: 8192, authCacheTtlMs: 0 },
+    { maxPayloadBytes: 1024 },
+  );
+  ({ db, api, tenant: t } = fixture);
 });
 
 afterAll(async () => {
-  await api?.stop();
-  await db?.drop();
+  await fixture?.stop();
 });
 
 const taskCount = (tenantId: string) =>

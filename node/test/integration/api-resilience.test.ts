@@ -5,23 +5,21 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config/config.js";
-import { call, newTenant, startTestApi, type TestApi, type TestTenant } from "./support/api.js";
 import {
-  migratedDatabase,
-  requireRedis,
-  type TestDatabase,
-  testConfig,
-  withPg,
-} from "./support/services.js";
+  call,
+  startTenantFixture,
+  startTestApi,
+  type TestApi,
+  type TestTenant,
+} from "./support/api.js";
+import { type TestDatabase, testConfig, withPg } from "./support/services.js";
 
 let db: TestDatabase;
 let tenant: TestTenant;
 const running: TestApi[] = [];
 
 beforeAll(async () => {
-  await requireRedis();
-  db = await migratedDatabase();
-  tenant = await newTenant(testConfig(db.url));
+  ({ db, tenant } = await startTenantFixture());
 });
 
 afterAll(async () => {

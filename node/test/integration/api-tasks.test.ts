@@ -2,16 +2,17 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dueKey, shardOf } from "../../src/domain/shard.js";
-import { call, newTenant, startTestApi, type TestApi, type TestTenant } from "./support/api.js";
 import {
-  migratedDatabase,
-  requireRedis,
-  TEST_REDIS_URL,
-  type TestDatabase,
-  testConfig,
-  withPg,
-} from "./support/services.js";
+  type ApiFixture,
+  call,
+  newTenant,
+  startApiFixture,
+  type TestApi,
+  type TestTenant,
+} from "./support/api.js";
+import { TEST_REDIS_URL, type TestDatabase, withPg } from "./support/services.js";
 
+let fixture: ApiFixture;
 let db: TestDatabase;
 let api: TestApi;
 let a: TestTenant;
@@ -19,18 +20,15 @@ let b: TestTenant;
 let redis: Redis;
 
 beforeAll(async () => {
-  await requireRedis();
-  db = await migratedDatabase();
-  api = await startTestApi(testConfig(db.url));
-  a = await newTenant(api.config);
+  fixture = await startApiFixture();
+  ({ db, api, tenant: a } = fixture);
   b = await newTenant(api.config);
   redis = new Redis(TEST_REDIS_URL);
 });
 
 afterAll(async () => {
   redis?.disconnect();
-  await api?.stop();
-  await db?.drop();
+  await fixture?.stop();
 });
 
 const post = (key: string, body: unknown) => call(api.baseUrl, "POST", "/v1/tasks", { key, body });

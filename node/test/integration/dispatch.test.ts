@@ -10,18 +10,18 @@ import { systemClock } from "../../src/adapters/clock/system-clock.js";
 import type { Config } from "../../src/config/config.js";
 import { dueKey, shardOf } from "../../src/domain/shard.js";
 import { type RunningRoles, startDispatchRoles } from "../../src/main/dispatch.js";
-import { call, newTenant, startTestApi, type TestApi, type TestTenant } from "./support/api.js";
-import { newTopicPrefix, requireKafka, TestConsumer } from "./support/kafka.js";
 import {
-  migratedDatabase,
-  requireRedis,
-  TEST_REDIS_URL,
-  type TestDatabase,
-  testConfig,
-  withPg,
-} from "./support/services.js";
+  type ApiFixture,
+  call,
+  startApiFixture,
+  type TestApi,
+  type TestTenant,
+} from "./support/api.js";
+import { newTopicPrefix, requireKafka, TestConsumer } from "./support/kafka.js";
+import { TEST_REDIS_URL, type TestDatabase, withPg } from "./support/services.js";
 import { waitUntil } from "./support/wait.js";
 
+let fixture: ApiFixture;
 let db: TestDatabase;
 let config: Config;
 let api: TestApi;
@@ -31,10 +31,8 @@ let tenant: TestTenant;
 let redis: Redis;
 
 beforeAll(async () => {
-  await requireRedis();
   await requireKafka();
-  db = await migratedDatabase();
-  config = testConfig(db.url, {
+  fixture = await startApiFixture({
     topicPrefix: newTopicPrefix("dispatch"),
     metricsPort: 0,
     kafkaPartitions: 2,
@@ -44,10 +42,9 @@ beforeAll(async () => {
     claimIntervalMs: 50,
     claimLookaheadMs: 1000,
   });
+  ({ db, config, api, tenant } = fixture);
   consumer = new TestConsumer(config.topicPrefix);
   await consumer.start();
-  api = await startTestApi(config);
-  tenant = await newTenant(config);
   redis = new Redis(TEST_REDIS_URL);
   roles = await startDispatchRoles(
     config,
@@ -67,8 +64,7 @@ afterAll(async () => {
   await roles?.stop();
   await consumer?.stop();
   redis?.disconnect();
-  await api?.stop();
-  await db?.drop();
+  await fixture?.stop();
 });
 
 const shardsOwnedBy = (owner: string) =>

@@ -5,17 +5,9 @@
  * The server runs as a real child process.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newTenant, type TestTenant } from "./support/api.js";
+import { startTenantFixture, type TestTenant } from "./support/api.js";
 import { bundleApiChild, killChildren, startChild } from "./support/child.js";
-import {
-  deleteRedisKeys,
-  migratedDatabase,
-  requireRedis,
-  TEST_REDIS_URL,
-  type TestDatabase,
-  testConfig,
-  withPg,
-} from "./support/services.js";
+import { deleteRedisKeys, TEST_REDIS_URL, type TestDatabase, withPg } from "./support/services.js";
 
 let db: TestDatabase;
 let tenant: TestTenant;
@@ -23,9 +15,7 @@ let bundle: Awaited<ReturnType<typeof bundleApiChild>>;
 const prefix = `cf-test-durability-${process.pid}`;
 
 beforeAll(async () => {
-  await requireRedis();
-  db = await migratedDatabase();
-  tenant = await newTenant(testConfig(db.url));
+  ({ db, tenant } = await startTenantFixture());
   bundle = await bundleApiChild();
 });
 

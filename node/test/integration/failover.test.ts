@@ -7,22 +7,22 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config/config.js";
-import { call, newTenant, startTestApi, type TestApi, type TestTenant } from "./support/api.js";
+import {
+  type ApiFixture,
+  call,
+  startApiFixture,
+  type TestApi,
+  type TestTenant,
+} from "./support/api.js";
 import { newTopicPrefix, requireKafka, TestConsumer } from "./support/kafka.js";
 import { killRolesChildren, startRolesChild } from "./support/roles-child.js";
-import {
-  migratedDatabase,
-  requireRedis,
-  TEST_REDIS_URL,
-  type TestDatabase,
-  testConfig,
-  withPg,
-} from "./support/services.js";
+import { TEST_REDIS_URL, type TestDatabase, withPg } from "./support/services.js";
 import { waitUntil } from "./support/wait.js";
 
 const LEASE_TTL_MS = 1500;
 const HEARTBEAT_MS = 250;
 
+let fixture: ApiFixture;
 let db: TestDatabase;
 let config: Config;
 let api: TestApi;
@@ -30,14 +30,11 @@ let consumer: TestConsumer;
 let tenant: TestTenant;
 
 beforeAll(async () => {
-  await requireRedis();
   await requireKafka();
-  db = await migratedDatabase();
-  config = testConfig(db.url, { topicPrefix: newTopicPrefix("failover") });
+  fixture = await startApiFixture({ topicPrefix: newTopicPrefix("failover") });
+  ({ db, config, api, tenant } = fixture);
   consumer = new TestConsumer(config.topicPrefix);
   await consumer.start();
-  api = await startTestApi(config);
-  tenant = await newTenant(config);
 });
 
 afterEach(() => killRolesChildren());
@@ -45,8 +42,7 @@ afterEach(() => killRolesChildren());
 afterAll(async () => {
   killRolesChildren();
   await consumer?.stop();
-  await api?.stop();
-  await db?.drop();
+  await fixture?.stop();
 });
 
 const dispatcher = () =>

@@ -5,44 +5,39 @@
  * seeded PRNG (seed printed on failure) so a failing case reproduces.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, newTenant, startTestApi, type TestApi, type TestTenant } from "./support/api.js";
-import { type RawAnswer, rawRequest } from "./support/raw-http.js";
 import {
-  migratedDatabase,
-  requireRedis,
-  type TestDatabase,
-  testConfig,
-  withPg,
-} from "./support/services.js";
+  type ApiFixture,
+  call,
+  startApiFixture,
+  type TestApi,
+  type TestTenant,
+} from "./support/api.js";
+import { type RawAnswer, rawRequest } from "./support/raw-http.js";
+import { type TestDatabase, withPg } from "./support/services.js";
 
 const SEED = Number(process.env.CF_FUZZ_SEED ?? 20261129);
 const MAX_BODY_BYTES = 16 * 1024;
 const MAX_PAYLOAD_BYTES = 4096;
 
+let fixture: ApiFixture;
 let db: TestDatabase;
 let api: TestApi;
 let tenant: TestTenant;
 
 beforeAll(async () => {
-  await requireRedis();
-  db = await migratedDatabase();
-  api = await startTestApi(
-    testConfig(db.url, {
+  fixture = await startApiFixture(
+    {
       maxSingleBodyBytes: MAX_BODY_BYTES,
       maxBatchBodyBytes: 64 * 1024,
       requestTimeoutMs: 1500,
-    }),
+    },
+    { maxPayloadBytes: MAX_PAYLOAD_BYTES, ratePerS: 1e9, burst: 1e9 },
   );
-  tenant = await newTenant(api.config, {
-    maxPayloadBytes: MAX_PAYLOAD_BYTES,
-    ratePerS: 1e9,
-    burst: 1e9,
-  });
+  ({ db, api, tenant } = fixture);
 });
 
 afterAll(async () => {
-  await api?.stop();
-  await db?.drop();
+  await fixture?.stop();
 });
 
 /** mulberry32: tiny, seedable, good enough to pick cases. */

@@ -15,17 +15,16 @@ import type { Config } from "../../src/config/config.js";
 import { claimedKey, dueKey, shardOf } from "../../src/domain/shard.js";
 import { noDispatchMetrics } from "../../src/ports/dispatch-metrics.js";
 import { FakeClock } from "../support/fake-clock.js";
-import { call, newTenant, startTestApi, type TestApi, type TestTenant } from "./support/api.js";
 import {
-  deleteRedisKeys,
-  migratedDatabase,
-  requireRedis,
-  TEST_REDIS_URL,
-  type TestDatabase,
-  testConfig,
-  withPg,
-} from "./support/services.js";
+  type ApiFixture,
+  call,
+  startApiFixture,
+  type TestApi,
+  type TestTenant,
+} from "./support/api.js";
+import { deleteRedisKeys, TEST_REDIS_URL, type TestDatabase, withPg } from "./support/services.js";
 
+let fixture: ApiFixture;
 let db: TestDatabase;
 let config: Config;
 let api: TestApi;
@@ -36,11 +35,8 @@ let store: PgDispatchStore;
 let hotTier: RedisDispatchHotTier;
 
 beforeAll(async () => {
-  await requireRedis();
-  db = await migratedDatabase();
-  config = testConfig(db.url);
-  api = await startTestApi(config);
-  tenant = await newTenant(config);
+  fixture = await startApiFixture();
+  ({ db, config, api, tenant } = fixture);
   redis = new Redis(TEST_REDIS_URL);
   pool = createPgPool({
     connectionString: db.url,
@@ -59,8 +55,7 @@ afterAll(async () => {
   await pool?.end();
   await deleteRedisKeys(config.redisKeyPrefix);
   redis?.disconnect();
-  await api?.stop();
-  await db?.drop();
+  await fixture?.stop();
 });
 
 async function submit(delayMs: number): Promise<{ id: string; runAtMs: number; shard: number }> {

@@ -9,12 +9,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/adapters/clock/system-clock.js";
 import type { Config } from "../../src/config/config.js";
 import { type RunningRoles, startDispatchRoles } from "../../src/main/dispatch.js";
-import { call, newTenant, startTestApi, type TestApi, type TestTenant } from "./support/api.js";
+import {
+  type ApiFixture,
+  call,
+  startApiFixture,
+  type TestApi,
+  type TestTenant,
+} from "./support/api.js";
 import { newTopicPrefix, requireKafka, TestConsumer } from "./support/kafka.js";
 import { type OwnRedis, startOwnRedis } from "./support/redis-server.js";
-import { migratedDatabase, type TestDatabase, testConfig } from "./support/services.js";
 
-let db: TestDatabase;
+let fixture: ApiFixture;
 let ownRedis: OwnRedis;
 let config: Config;
 let api: TestApi;
@@ -25,8 +30,7 @@ let tenant: TestTenant;
 beforeAll(async () => {
   await requireKafka();
   ownRedis = await startOwnRedis();
-  db = await migratedDatabase();
-  config = testConfig(db.url, {
+  fixture = await startApiFixture({
     redisUrl: ownRedis.url,
     topicPrefix: newTopicPrefix("flush"),
     metricsPort: 0,
@@ -39,10 +43,9 @@ beforeAll(async () => {
     reconcileIntervalMs: 200,
     reconcileAheadMs: 10_000,
   });
+  ({ config, api, tenant } = fixture);
   consumer = new TestConsumer(config.topicPrefix);
   await consumer.start();
-  api = await startTestApi(config);
-  tenant = await newTenant(config);
   roles = await startDispatchRoles(
     config,
     systemClock,
@@ -54,9 +57,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await roles?.stop();
   await consumer?.stop();
-  await api?.stop();
+  await fixture?.stop();
   await ownRedis?.stop();
-  await db?.drop();
 });
 
 describe("Redis FLUSHALL in the middle of a run", () => {

@@ -6,7 +6,13 @@ import type { TenantLimits } from "../../../src/domain/tenant.js";
 import { createTenant } from "../../../src/main/admin.js";
 import { type RunningApi, startApi } from "../../../src/main/api.js";
 import type { Clock } from "../../../src/ports/clock.js";
-import { deleteRedisKeys } from "./services.js";
+import {
+  deleteRedisKeys,
+  migratedDatabase,
+  requireRedis,
+  type TestDatabase,
+  testConfig,
+} from "./services.js";
 
 export interface TestApi {
   api: RunningApi;
@@ -84,4 +90,59 @@ export async function call(
     // metrics are text
   }
   return { status: response.status, headers: response.headers, body: parsed };
+}
+
+/** A test file's own migrated database with one tenant in it (and the shared Redis checked). */
+export interface TenantFixture {
+  db: TestDatabase;
+  tenant: TestTenant;
+}
+
+export async function startTenantFixture(
+  limits: Partial<TenantLimits> = {},
+): Promise<TenantFixture> {
+  await requireRedis();
+  const db = await migratedDatabase();
+  try {
+    return { db, tenant: await newTenant(testConfig(db.url), limits) };
+  } catch (error) {
+    await db.drop();
+    throw error;
+  }
+}
+
+/**
+ * A test file's own migrated database, the API on it (its own Redis key
+ * prefix, plus whatever `overrides` set, e.g. its own topic prefix), and one
+ * tenant. The shared Redis is checked first unless `overrides` name another.
+ */
+export interface ApiFixture {
+  db: TestDatabase;
+  config: Config;
+  api: TestApi;
+  tenant: TestTenant;
+  /** Stops the API (deleting its Redis keys) and drops the database. */
+  stop(): Promise<void>;
+}
+
+export async function startApiFixture(
+  overrides: Partial<Config> = {},
+  limits: Partial<TenantLimits> = {},
+): Promise<ApiFixture> {
+  if (overrides.redisUrl === undefined) await requireRedis();
+  const db = await migratedDatabase();
+  let api: TestApi | undefined;
+  const stop = async () => {
+    await api?.stop();
+    await db.drop();
+  };
+  try {
+    const config = testConfig(db.url, overrides);
+    api = await startTestApi(config);
+    const tenant = await newTenant(config, limits);
+    return { db, config, api, tenant, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
 }
