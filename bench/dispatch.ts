@@ -13,22 +13,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { Redis } from "ioredis";
 import { Kafka, logLevel } from "kafkajs";
-import pg from "pg";
-import { systemClock } from "../node/src/adapters/clock/system-clock.js";
-import { resolveConfig } from "../node/src/config/config.js";
 import { TOPICS, topicName } from "../node/src/domain/envelope.js";
-import {
-  createTenant,
-  ensureDatabase,
-  runMaintenance,
-  runMigrations,
-} from "../node/src/main/admin.js";
+import { deleteBenchKeys, prepareBenchDatabase, root, waitForApi } from "./support.js";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { values: args } = parseArgs({
   options: {
     json: { type: "boolean", default: false },
@@ -65,26 +54,6 @@ interface Arrival {
   dispatchedMs: number;
 }
 
-async function prepare(): Promise<string> {
-  const config = resolveConfig({ ...process.env, DATABASE_URL });
-  await ensureDatabase(DATABASE_URL);
-  await runMigrations(config);
-  await runMaintenance(config, systemClock);
-  const client = new pg.Client({ connectionString: DATABASE_URL });
-  await client.connect();
-  try {
-    await client.query("TRUNCATE tasks, idempotency_keys, audit_log, leases");
-    await client.query("CHECKPOINT");
-  } finally {
-    await client.end();
-  }
-  const tenant = await createTenant(config, systemClock, `bench-${Date.now()}`, {
-    ratePerS: 1e9,
-    burst: 1e9,
-  });
-  return tenant.apiKey;
-}
-
 function child(roles: string, env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, [path.join(root, "bin/chronofence.js"), "run", "--roles", roles], {
     env: {
@@ -100,21 +69,7 @@ function child(roles: string, env: Record<string, string>): ChildProcess {
   });
 }
 
-async function startApi(): Promise<ChildProcess> {
-  const api = child("api", { PORT: String(port) });
-  for (let attempt = 0; attempt < 200; attempt++) {
-    if (
-      await fetch(`${baseUrl}/readyz`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      return api;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  api.kill("SIGKILL");
-  throw new Error("the API did not become ready");
-}
+const startApi = () => waitForApi(child("api", { PORT: String(port) }), baseUrl, 200);
 
 async function startDispatcher(): Promise<{ process: ChildProcess; metricsPort: number }> {
   const profile: Record<string, string> = process.env.BENCH_PROFILE_DIR
@@ -297,14 +252,16 @@ async function cleanup(children: ChildProcess[]) {
     .catch(() => undefined);
   await admin.deleteGroups([`${TOPIC_PREFIX}bench`]).catch(() => undefined);
   await admin.disconnect();
-  const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
-  const keys = await redis.keys(`${REDIS_PREFIX}:*`);
-  if (keys.length > 0) await redis.del(...keys);
-  redis.disconnect();
+  await deleteBenchKeys(REDIS_PREFIX);
 }
 
 async function main(): Promise<void> {
-  const apiKey = await prepare();
+  const { apiKey } = await prepareBenchDatabase(DATABASE_URL, [
+    "tasks",
+    "idempotency_keys",
+    "audit_log",
+    "leases",
+  ]);
   const api = await startApi();
   const dispatcher = await startDispatcher();
   const children = [api, dispatcher.process];

@@ -18,23 +18,13 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { Redis } from "ioredis";
 import pg from "pg";
-import { systemClock } from "../node/src/adapters/clock/system-clock.js";
-import { resolveConfig } from "../node/src/config/config.js";
-import {
-  createTenant,
-  ensureDatabase,
-  runMaintenance,
-  runMigrations,
-} from "../node/src/main/admin.js";
 import { coresUsed, snapshot } from "./cpu-account.js";
 import { summariseProfiles } from "./ingest-profile.js";
+import { deleteBenchKeys, prepareBenchDatabase, root, waitForApi } from "./support.js";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { values: args } = parseArgs({
   options: {
     json: { type: "boolean", default: false },
@@ -86,15 +76,14 @@ async function prepare(): Promise<{
   tenantId: string;
   settings: Record<string, string>;
 }> {
-  const config = resolveConfig({ ...process.env, DATABASE_URL });
-  await ensureDatabase(DATABASE_URL);
-  await runMigrations(config);
-  await runMaintenance(config, systemClock);
+  const tenant = await prepareBenchDatabase(DATABASE_URL, [
+    "tasks",
+    "idempotency_keys",
+    "audit_log",
+  ]);
   const client = new pg.Client({ connectionString: DATABASE_URL });
   await client.connect();
   try {
-    await client.query("TRUNCATE tasks, idempotency_keys, audit_log");
-    await client.query("CHECKPOINT");
     const rows = await client.query(
       `SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1) ORDER BY name`,
       [
@@ -117,11 +106,7 @@ async function prepare(): Promise<{
       server_version: (await client.query("SHOW server_version")).rows[0].server_version,
     };
     for (const r of rows.rows) settings[r.name] = r.unit ? `${r.setting} (${r.unit})` : r.setting;
-    const tenant = await createTenant(config, systemClock, `bench-${Date.now()}`, {
-      ratePerS: 1e9,
-      burst: 1e9,
-    });
-    return { apiKey: tenant.apiKey, tenantId: tenant.tenant.id, settings };
+    return { ...tenant, settings };
   } finally {
     await client.end();
   }
@@ -144,16 +129,7 @@ async function startApi(profileDir: string | null): Promise<ChildProcess> {
       stdio: ["ignore", "inherit", "inherit"],
     },
   );
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const ok = await fetch(`${baseUrl}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return child;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  child.kill("SIGKILL");
-  throw new Error("the API did not become ready");
+  return waitForApi(child, baseUrl, 100);
 }
 
 async function drive(
@@ -247,22 +223,7 @@ async function main(): Promise<void> {
     if (args.json) console.log(JSON.stringify(report));
   } finally {
     if (api.exitCode === null) api.kill("SIGTERM");
-    await deleteBenchKeys();
-  }
-}
-
-/** The benchmark's hot-tier keys would otherwise pile up in Redis run after run. */
-async function deleteBenchKeys(): Promise<void> {
-  const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
-  try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", `${REDIS_PREFIX}:*`, "COUNT", 100);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== "0");
-  } finally {
-    redis.disconnect();
+    await deleteBenchKeys(REDIS_PREFIX);
   }
 }
 
