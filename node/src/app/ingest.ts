@@ -37,6 +37,7 @@ export class IngestService {
   constructor(
     private readonly committer: GroupCommitter,
     private readonly store: TaskStore,
+    private readonly hotTier: Pick<HotTier, "isConnected">,
     private readonly limiter: RateLimiter,
     private readonly clock: Clock,
     private readonly newId: () => string,
@@ -45,6 +46,7 @@ export class IngestService {
 
   async submitOne(principal: Principal, body: unknown, requestId: string): Promise<SubmitResult> {
     const [submission] = this.validate(principal, [body], false);
+    this.refuseWhileHotTierDown();
     this.limiter.take(principal.tenantId, principal.limits, 1);
     const [outcome] = await this.committer.submit([toInsert(submission!, principal, requestId)]);
     return this.resolveOne(principal, submission!, outcome!);
@@ -57,6 +59,7 @@ export class IngestService {
   ): Promise<BatchItemResult[]> {
     const items = validateBatchEnvelope(body);
     const submissions = this.validate(principal, items, true);
+    this.refuseWhileHotTierDown();
     this.limiter.take(principal.tenantId, principal.limits, submissions.length);
     const rows = submissions.map((s) => toInsert(s, principal, requestId));
     const outcomes = await this.committer.submit(rows);
@@ -67,6 +70,17 @@ export class IngestService {
         return { kind: "created", taskId: draft.id, runAtMs: draft.runAtMs };
       return { kind: "replayed", taskId: outcome.taskId, runAtMs: draft.runAtMs };
     });
+  }
+
+  /**
+   * A dependency that is down answers 503 and writes nothing (DESIGN §6). Only a
+   * connection known to be down counts: an add that fails after the commit
+   * still answers 201, since the task is durable and the reconciler re-adds it.
+   */
+  private refuseWhileHotTierDown(): void {
+    if (!this.hotTier.isConnected()) {
+      throw new ChronofenceError(ErrorCode.Unavailable, "redis unavailable; nothing was written");
+    }
   }
 
   /** Called by the group committer after each commit: feed the hot tier. */

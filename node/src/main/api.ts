@@ -93,7 +93,7 @@ export async function startApi(
       (error) => logger.warn({ err: error }, "hot tier add failed; the pre-loader will repair it"),
     ),
   );
-  ingest = new IngestService(committer, store, new RateLimiter(clock), clock, newId, {
+  ingest = new IngestService(committer, store, hotTier, new RateLimiter(clock), clock, newId, {
     horizonMs: horizonMsOf(config),
     hotWindowMs: config.hotWindowMs,
   });

@@ -11,6 +11,8 @@ export interface DueEntry {
  */
 export interface HotTier {
   addDue(entries: readonly DueEntry[]): Promise<void>;
+  /** False while the connection is down: an add would fail at once, so ingest refuses with 503. */
+  isConnected(): boolean;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

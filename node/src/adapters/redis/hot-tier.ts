@@ -59,6 +59,10 @@ export class RedisHotTier implements HotTier {
     if (failed) throw unavailable(failed[0]);
   }
 
+  isConnected(): boolean {
+    return this.redis.status === "ready";
+  }
+
   async ping(): Promise<void> {
     await this.redis.ping().catch((error: unknown) => {
       throw unavailable(error);

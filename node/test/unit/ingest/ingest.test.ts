@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { GroupCommitter } from "../../../src/app/group-commit.js";
 import { afterCommit, IngestService } from "../../../src/app/ingest.js";
 import { RateLimiter } from "../../../src/app/rate-limiter.js";
+import { ErrorCode } from "../../../src/domain/errors.js";
 import { DEFAULT_TENANT_LIMITS, type Principal } from "../../../src/domain/tenant.js";
 import type { DueEntry, HotTier } from "../../../src/ports/hot-tier.js";
 import { noIngestMetrics } from "../../../src/ports/ingest-metrics.js";
@@ -15,10 +16,12 @@ function setup(limits = DEFAULT_TENANT_LIMITS) {
   const clock = new FakeClock(Date.parse("2030-01-01T00:00:00Z"));
   const store = new MemoryTaskStore();
   const added: DueEntry[] = [];
+  const connection = { up: true };
   const hotTier: HotTier = {
     addDue: async (entries) => {
       added.push(...entries);
     },
+    isConnected: () => connection.up,
     ping: async () => undefined,
     close: async () => undefined,
   };
@@ -36,15 +39,30 @@ function setup(limits = DEFAULT_TENANT_LIMITS) {
       () => undefined,
     ),
   );
-  ingest = new IngestService(committer, store, new RateLimiter(clock), clock, newId, {
+  ingest = new IngestService(committer, store, hotTier, new RateLimiter(clock), clock, newId, {
     horizonMs: 365 * 24 * HOUR_MS,
     hotWindowMs: HOUR_MS,
   });
   const principal: Principal = { tenantId: "tenant-a", apiKeyId: "key-a", limits };
-  return { clock, store, added, ingest, principal };
+  return { clock, store, added, ingest, principal, connection };
 }
 
 describe("IngestService", () => {
+  it("refuses with 503 and writes nothing while the hot tier is disconnected", async () => {
+    const { ingest, principal, store, connection } = setup();
+    connection.up = false;
+    const refusal = { code: ErrorCode.Unavailable };
+    await expect(ingest.submitOne(principal, { type: "a" }, "r1")).rejects.toMatchObject(refusal);
+    await expect(
+      ingest.submitBatch(principal, { tasks: [{ type: "a" }] }, "r2"),
+    ).rejects.toMatchObject(refusal);
+    expect(await store.list(principal.tenantId, { limit: 10 })).toEqual([]);
+    connection.up = true;
+    await expect(ingest.submitOne(principal, { type: "a" }, "r3")).resolves.toMatchObject({
+      replayed: false,
+    });
+  });
+
   it("adds only tasks due inside the hot window to the hot tier, after the commit", async () => {
     const { ingest, principal, added, clock } = setup();
     const soon = await ingest.submitOne(principal, { type: "a", delay_ms: HOUR_MS }, "r1");
