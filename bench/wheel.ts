@@ -21,6 +21,7 @@ import type { TimerWheel } from "../node/src/ports/timer-wheel.js";
 import { mainThreadDriver } from "../node/src/timers/main-thread-driver.js";
 import { Timers } from "../node/src/timers/timers.js";
 import type { WakeDriverFactory } from "../node/src/timers/wake-driver.js";
+import { preciseNowMs } from "../node/src/timers/wake-driver.js";
 import { workerThreadDriver } from "../node/src/timers/worker-thread-driver.js";
 import { TsTimingWheel } from "../node/src/wheel/ts-wheel.js";
 
@@ -51,7 +52,7 @@ const REPEAT = Number(args.repeat);
 const LEAD_MS = 500;
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
-const nowMs = () => performance.timeOrigin + performance.now();
+const nowMs = preciseNowMs;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const percentile = (sorted: Float64Array, p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;

@@ -1,10 +1,9 @@
-import { performance } from "node:perf_hooks";
 import { Timers } from "../timers/timers.js";
+import { preciseNowMs } from "../timers/wake-driver.js";
 
 /** `chronofence demo`: schedules a few timers on the Wasm wheel and prints how late each fired. */
 export async function runTimerDemo(count: number): Promise<void> {
   const timers = new Timers();
-  const preciseNowMs = () => performance.timeOrigin + performance.now();
   const done: Promise<void>[] = [];
   for (let i = 1; i <= count; i++) {
     const delayMs = i * 200 + i * 0.25;

@@ -1,7 +1,5 @@
-import { performance } from "node:perf_hooks";
-import type { WakeDriver } from "./wake-driver.js";
+import { preciseNowMs, type WakeDriver } from "./wake-driver.js";
 
-const preciseNowMs = () => performance.timeOrigin + performance.now();
 /** Node clamps longer timeouts to 1 ms (with a warning); longer waits are re-armed in steps. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 

@@ -1,8 +1,8 @@
-import { performance } from "node:perf_hooks";
 import { handleIndex, TimingWheel } from "../adapters/wasm/wasm-wheel.js";
+import { dueTick } from "../wheel/ticks.js";
 import { mainThreadDriver } from "./main-thread-driver.js";
 import { Timer, type TimerOwner } from "./timer.js";
-import type { WakeDriver, WakeDriverFactory } from "./wake-driver.js";
+import { preciseNowMs, type WakeDriver, type WakeDriverFactory } from "./wake-driver.js";
 
 /**
  * In-process timers on the Wasm wheel, for latency-sensitive callers.
@@ -42,7 +42,6 @@ export interface TimersOptions {
   wallNowMs?: () => number;
 }
 
-const defaultPreciseNowMs = () => performance.timeOrigin + performance.now();
 /** "The driver's request is unknown": differs from every wake time, so the next rearm always tells it. */
 const UNKNOWN_WAKE = Number.NaN;
 /** The longest one wake keeps firing batches before yielding to the event loop. */
@@ -62,7 +61,7 @@ export class Timers implements TimerOwner {
   private closed = false;
 
   constructor(options: TimersOptions = {}) {
-    this.preciseNowMs = options.preciseNowMs ?? defaultPreciseNowMs;
+    this.preciseNowMs = options.preciseNowMs ?? preciseNowMs;
     this.wallNowMs = options.wallNowMs ?? Date.now;
     this.onError = options.onError ?? reportToStderr;
     this.wheel = new TimingWheel({ nowMs: this.preciseNowMs() });
@@ -117,8 +116,8 @@ export class Timers implements TimerOwner {
     const timer = new Timer(dueMs, callback as (...args: unknown[]) => void, args, this);
     timer.handle = this.wheel.schedule(dueMs);
     this.inWheel[handleIndex(timer.handle)] = timer;
-    // The lookahead collects this timer at its tick minus one; wake earlier only if that is sooner.
-    const collectMs = Math.ceil(dueMs) - 1;
+    // Wake earlier only if this timer's collection is sooner than the wake already asked for.
+    const collectMs = lookaheadCollectMs(dueTick(dueMs));
     if (
       this.firing.length === 0 &&
       (this.requestedWakeMs === null || collectMs < this.requestedWakeMs)
@@ -159,8 +158,7 @@ export class Timers implements TimerOwner {
   /** When the loop must next act: the first imminent due time, or the lookahead's collection time. */
   private nextDueMs(): number {
     const wheelTick = this.wheel.nextExpiry();
-    // The wheel returns tick T's timers once advanced to T, which the lookahead reaches at T - 1.
-    const collectMs = wheelTick === null ? Number.POSITIVE_INFINITY : wheelTick - 1;
+    const collectMs = wheelTick === null ? Number.POSITIVE_INFINITY : lookaheadCollectMs(wheelTick);
     return Math.min(collectMs, this.imminent[0]?.dueMs ?? Number.POSITIVE_INFINITY);
   }
 
@@ -201,6 +199,11 @@ export class Timers implements TimerOwner {
     this.requestedWakeMs = atMs;
     this.driver.wakeAt(atMs);
   }
+}
+
+/** The wheel returns tick T's timers once advanced to T, which the one-tick lookahead reaches at T - 1. */
+function lookaheadCollectMs(tick: number): number {
+  return tick - 1;
 }
 
 function reportToStderr(error: unknown): void {

@@ -1,3 +1,5 @@
+import { performance } from "node:perf_hooks";
+
 /**
  * Wakes the Timers loop at (or just after) a requested instant. Instants are
  * "precise epoch" milliseconds: performance.timeOrigin + performance.now(),
@@ -11,3 +13,8 @@ export interface WakeDriver {
 }
 
 export type WakeDriverFactory = (onWake: () => void) => WakeDriver;
+
+/** The clock every driver and Timers itself measure instants with (see above). */
+export function preciseNowMs(): number {
+  return performance.timeOrigin + performance.now();
+}
