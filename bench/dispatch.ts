@@ -10,13 +10,25 @@
  * With --json the last line is one JSON object; its `publish` holds
  * p50_ms, p99_ms, max_ms, published_per_s, lost and early.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { readdir, readFile } from "node:fs/promises";
-import path from "node:path";
+import type { ChildProcess } from "node:child_process";
 import { parseArgs } from "node:util";
-import { Kafka, logLevel } from "kafkajs";
-import { TOPICS, topicName } from "../node/src/domain/envelope.js";
-import { deleteBenchKeys, prepareBenchDatabase, root, waitForApi } from "./support.js";
+import {
+  type Arrival,
+  coresBetween,
+  cpuTicksOf,
+  deleteBenchKeys,
+  deleteKafkaRun,
+  offerThroughApi,
+  prepareBenchDatabase,
+  publishOutcome,
+  readyMetricsPort,
+  round,
+  spawnRoles,
+  startArrivalConsumer,
+  stopChildren,
+  waitForApi,
+  waitUntil,
+} from "./support.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -39,35 +51,17 @@ const DATABASE_URL =
 const BROKERS = (process.env.KAFKA_BROKERS ?? "127.0.0.1:9092").split(",");
 const REDIS_PREFIX = "cf-bench-dispatch";
 const TOPIC_PREFIX = `bench-${Date.now()}.`;
-const TICK_MS = 10;
-const MAX_REQUEST_TASKS = 1000;
-const MAX_IN_FLIGHT = 32;
 const log = (line: string) => {
   if (!args.json) console.log(line);
 };
 
-interface Offered {
-  runAtMs: number;
-}
-interface Arrival {
-  arrivedMs: number;
-  dispatchedMs: number;
-}
-
-function child(roles: string, env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [path.join(root, "bin/chronofence.js"), "run", "--roles", roles], {
-    env: {
-      ...process.env,
-      DATABASE_URL,
-      HOST: "127.0.0.1",
-      CF_REDIS_PREFIX: REDIS_PREFIX,
-      CF_TOPIC_PREFIX: TOPIC_PREFIX,
-      LOG_LEVEL: "warn",
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "inherit"],
+const child = (roles: string, env: Record<string, string>): ChildProcess =>
+  spawnRoles(roles, {
+    DATABASE_URL,
+    CF_REDIS_PREFIX: REDIS_PREFIX,
+    CF_TOPIC_PREFIX: TOPIC_PREFIX,
+    ...env,
   });
-}
 
 const startApi = () => waitForApi(child("api", { PORT: String(port) }), baseUrl, 200);
 
@@ -76,145 +70,7 @@ async function startDispatcher(): Promise<{ process: ChildProcess; metricsPort: 
     ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}` }
     : {};
   const dispatcher = child("dispatcher,preloader,reconciler", { CF_METRICS_PORT: "0", ...profile });
-  const metricsPort = await new Promise<number>((resolve, reject) => {
-    let out = "";
-    dispatcher.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /metrics_port=(\d+)/.exec(out);
-      if (match) resolve(Number(match[1]));
-    });
-    dispatcher.once("exit", (code) => reject(new Error(`dispatcher exited (${code})`)));
-  });
-  return { process: dispatcher, metricsPort };
-}
-
-async function startConsumer(arrivals: Map<string, Arrival>, early: { count: number }) {
-  const kafka = new Kafka({
-    clientId: "bench-consumer",
-    brokers: BROKERS,
-    logLevel: logLevel.NOTHING,
-  });
-  const consumer = kafka.consumer({ groupId: `${TOPIC_PREFIX}bench`, maxWaitTimeInMs: 100 });
-  await consumer.connect();
-  await consumer.subscribe({
-    topics: TOPICS.map((kind) => topicName(TOPIC_PREFIX, kind)),
-    fromBeginning: true,
-  });
-  const joined = new Promise<void>((resolve) =>
-    consumer.on(consumer.events.GROUP_JOIN, () => resolve()),
-  );
-  await consumer.run({
-    eachBatch: async ({ batch }) => {
-      const arrivedMs = Date.now();
-      for (const message of batch.messages) {
-        const envelope = JSON.parse(message.value!.toString()) as {
-          task_id: string;
-          run_at: string;
-          dispatched_at: string;
-        };
-        const dispatchedMs = Date.parse(envelope.dispatched_at);
-        if (arrivedMs < Date.parse(envelope.run_at) || dispatchedMs < Date.parse(envelope.run_at))
-          early.count++;
-        if (!arrivals.has(envelope.task_id))
-          arrivals.set(envelope.task_id, { arrivedMs, dispatchedMs });
-      }
-    },
-  });
-  await joined;
-  return consumer;
-}
-
-/** Open loop: every tick, offers what the rate says is due, whatever the answers' latency. */
-async function offer(apiKey: string, offered: Map<string, Offered>) {
-  const startMs = Date.now();
-  let sent = 0;
-  let inFlight = 0;
-  let rejected = 0;
-  let skipped = 0;
-  const pending = new Set<Promise<void>>();
-  const ackMs: number[] = [];
-  const send = (count: number) => {
-    const body = JSON.stringify({
-      tasks: Array.from({ length: count }, (_, i) => ({
-        type: "bench",
-        payload: { i },
-        delay_ms: Math.round(leadMs + Math.random() * spreadMs),
-      })),
-    });
-    inFlight++;
-    const sentMs = Date.now();
-    const request = fetch(`${baseUrl}/v1/tasks/batch`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
-      body,
-    })
-      .then(async (response) => {
-        if (response.status !== 201) {
-          rejected += count;
-          await response.text();
-          return;
-        }
-        ackMs.push(Date.now() - sentMs);
-        const answer = (await response.json()) as { tasks: Array<{ id: string; run_at?: string }> };
-        for (const item of answer.tasks) {
-          if (item.run_at) offered.set(item.id, { runAtMs: Date.parse(item.run_at) });
-        }
-      })
-      .catch(() => {
-        rejected += count;
-      })
-      .finally(() => {
-        inFlight--;
-        pending.delete(request);
-      });
-    pending.add(request);
-  };
-  while (Date.now() - startMs < seconds * 1000) {
-    const due = Math.floor(((Date.now() - startMs) / 1000) * ratePerS) - sent;
-    for (let left = due; left > 0; left -= MAX_REQUEST_TASKS) {
-      const count = Math.min(left, MAX_REQUEST_TASKS);
-      if (inFlight >= MAX_IN_FLIGHT) skipped += count;
-      else send(count);
-      sent += count;
-    }
-    await new Promise((resolve) => setTimeout(resolve, TICK_MS));
-  }
-  await Promise.all(pending);
-  ackMs.sort((a, b) => a - b);
-  const ingest = {
-    p50_ms: percentile(ackMs, 50),
-    p99_ms: percentile(ackMs, 99),
-    max_ms: ackMs[ackMs.length - 1] ?? 0,
-  };
-  return { offered: sent, rejected, skipped, elapsedS: (Date.now() - startMs) / 1000, ingest };
-}
-
-const percentile = (sorted: number[], p: number) =>
-  sorted.length === 0
-    ? 0
-    : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-const round = (x: number) => Math.round(x * 100) / 100;
-
-async function cpuTicksOf(pids: Record<string, number>): Promise<Record<string, number>> {
-  const ticks: Record<string, number> = {};
-  for (const [name, pid] of Object.entries(pids)) {
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    ticks[name] = Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
-  }
-  let postgres = 0;
-  let kafka = 0;
-  for (const pid of await readdir("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
-    const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const t = Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
-    if (comm.startsWith("postgres")) postgres += t;
-    else if (comm === "java") kafka += t;
-    else if (comm.startsWith("redis-server")) ticks.redis = (ticks.redis ?? 0) + t;
-  }
-  return { ...ticks, postgres, kafka };
+  return { process: dispatcher, metricsPort: await readyMetricsPort(dispatcher, "dispatcher") };
 }
 
 async function dispatcherLateness(metricsPort: number) {
@@ -236,22 +92,8 @@ async function dispatcherLateness(metricsPort: number) {
 }
 
 async function cleanup(children: ChildProcess[]) {
-  for (const c of children) c.kill("SIGTERM");
-  await Promise.all(
-    children.map((c) => (c.exitCode === null ? new Promise((r) => c.once("exit", r)) : null)),
-  );
-  const kafka = new Kafka({
-    clientId: "bench-admin",
-    brokers: BROKERS,
-    logLevel: logLevel.NOTHING,
-  });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin
-    .deleteTopics({ topics: TOPICS.map((k) => topicName(TOPIC_PREFIX, k)) })
-    .catch(() => undefined);
-  await admin.deleteGroups([`${TOPIC_PREFIX}bench`]).catch(() => undefined);
-  await admin.disconnect();
+  await stopChildren(children);
+  await deleteKafkaRun(BROKERS, TOPIC_PREFIX, [`${TOPIC_PREFIX}bench`]);
   await deleteBenchKeys(REDIS_PREFIX);
 }
 
@@ -268,70 +110,48 @@ async function main(): Promise<void> {
   try {
     const arrivals = new Map<string, Arrival>();
     const early = { count: 0 };
-    const consumer = await startConsumer(arrivals, early);
+    const consumer = await startArrivalConsumer(BROKERS, TOPIC_PREFIX, arrivals, early);
     const pids = { api: api.pid!, dispatcher: dispatcher.process.pid!, bench: process.pid };
     const cpuBefore = await cpuTicksOf(pids);
     const cpuStartMs = Date.now();
     log(
       `offering ${ratePerS} tasks/s for ${seconds} s, run_at in ${leadMs}–${leadMs + spreadMs} ms`,
     );
-    const offered = new Map<string, Offered>();
-    const load = await offer(apiKey, offered);
-    const lastRunAtMs = Math.max(...[...offered.values()].map((o) => o.runAtMs));
-    const deadlineMs = lastRunAtMs + 15_000;
-    while (Date.now() < deadlineMs && [...offered.keys()].some((id) => !arrivals.has(id))) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    const cpuAfter = await cpuTicksOf(pids);
-    const cpuWallS = (Date.now() - cpuStartMs) / 1000;
-    const lateness: number[] = [];
-    const toBroker: number[] = [];
-    let lost = 0;
-    let firstMs = Number.POSITIVE_INFINITY;
-    let lastMs = 0;
-    for (const [id, { runAtMs }] of offered) {
-      const arrival = arrivals.get(id);
-      if (!arrival) {
-        lost++;
-        continue;
-      }
-      lateness.push(arrival.arrivedMs - runAtMs);
-      toBroker.push(arrival.dispatchedMs - runAtMs);
-      firstMs = Math.min(firstMs, arrival.arrivedMs);
-      lastMs = Math.max(lastMs, arrival.arrivedMs);
-    }
-    lateness.sort((a, b) => a - b);
-    toBroker.sort((a, b) => a - b);
-    const publishedPerS = lateness.length / Math.max(0.001, (lastMs - firstMs) / 1000);
+    const accepted = new Map<string, number>();
+    const load = await offerThroughApi(
+      { baseUrl, apiKey, taskType: "bench", ratePerS, seconds, leadMs, spreadMs },
+      accepted,
+    );
+    const lastRunAtMs = Math.max(...accepted.values());
+    await waitUntil(
+      () => [...accepted.keys()].every((id) => arrivals.has(id)),
+      lastRunAtMs + 15_000,
+    );
     // Mean cores over the whole run (offering, then draining until the last task arrived).
-    const cpuCores: Record<string, number> = {};
-    for (const key of Object.keys(cpuAfter)) {
-      cpuCores[key] = round((cpuAfter[key]! - (cpuBefore[key] ?? 0)) / 100 / cpuWallS);
-    }
+    const cpuCores = coresBetween(
+      cpuBefore,
+      await cpuTicksOf(pids),
+      (Date.now() - cpuStartMs) / 1000,
+    );
+    const outcome = publishOutcome(accepted, arrivals);
     const report = {
       bench: "dispatch",
       offered_per_s: ratePerS,
       seconds,
       run_at_lead_ms: [leadMs, leadMs + spreadMs],
       offered: load.offered,
-      accepted: offered.size,
+      accepted: accepted.size,
       rejected: load.rejected,
-      not_sent_backpressure: load.skipped,
+      not_sent_backpressure: load.notSent,
       /** Batch request → 201: run_at counts from the request, so this is part of the lateness budget. */
       ingest_ack: load.ingest,
       publish: {
-        p50_ms: percentile(lateness, 50),
-        p99_ms: percentile(lateness, 99),
-        max_ms: lateness[lateness.length - 1] ?? 0,
-        published_per_s: Math.round(publishedPerS),
-        lost,
+        ...outcome.toConsumer,
+        published_per_s: outcome.perS,
+        lost: outcome.lost,
         early: early.count,
       },
-      run_at_to_dispatched_at: {
-        p50_ms: percentile(toBroker, 50),
-        p99_ms: percentile(toBroker, 99),
-        max_ms: toBroker[toBroker.length - 1] ?? 0,
-      },
+      run_at_to_dispatched_at: outcome.toBroker,
       dispatcher_run_at_to_broker_ack: await dispatcherLateness(dispatcher.metricsPort),
       cpu_cores: cpuCores,
       peer: null,
@@ -339,7 +159,7 @@ async function main(): Promise<void> {
     await consumer.disconnect();
     log(
       `accepted ${report.accepted}/${report.offered} (rejected ${report.rejected}, not sent ${report.not_sent_backpressure}); ` +
-        `published ${lateness.length} at ${report.publish.published_per_s}/s, lost ${lost}, early ${early.count}`,
+        `published ${outcome.published} at ${report.publish.published_per_s}/s, lost ${outcome.lost}, early ${early.count}`,
     );
     log(
       `lateness run_at → consumer: p50 ${report.publish.p50_ms} ms, p99 ${report.publish.p99_ms} ms, max ${report.publish.max_ms} ms`,

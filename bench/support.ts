@@ -1,15 +1,19 @@
 /**
  * What the benchmarks share: the repository root, a fresh bench database
- * with a tenant that is never throttled, waiting for the API child to be
- * ready, and removing the run's Redis keys.
+ * with a tenant that is never throttled, spawning and waiting for role
+ * processes, the open-loop offered load, the Kafka arrival consumer,
+ * percentiles, CPU accounting, and removing the run's Redis keys and topics.
  */
-import type { ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
+import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
+import { type Consumer, Kafka, logLevel } from "kafkajs";
 import pg from "pg";
 import { systemClock } from "../node/src/adapters/clock/system-clock.js";
 import { resolveConfig } from "../node/src/config/config.js";
+import { TOPICS, topicName } from "../node/src/domain/envelope.js";
 import {
   createTenant,
   ensureDatabase,
@@ -78,4 +82,295 @@ export async function deleteBenchKeys(prefix: string): Promise<void> {
   } finally {
     redis.disconnect();
   }
+}
+
+export const percentile = (sorted: readonly number[], p: number): number =>
+  sorted.length === 0
+    ? 0
+    : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+export const round = (x: number): number => Math.round(x * 100) / 100;
+
+export interface Lateness {
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+}
+
+/** p50, p99 and max of `values` (sorted in place). */
+export function latenessOf(values: number[]): Lateness {
+  values.sort((a, b) => a - b);
+  return {
+    p50_ms: percentile(values, 50),
+    p99_ms: percentile(values, 99),
+    max_ms: values[values.length - 1] ?? 0,
+  };
+}
+
+export const sleepMs = (ms: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, ms));
+
+export interface OpenLoop {
+  ratePerS: number;
+  seconds: number;
+  /** How often the loop wakes to offer what the rate says is due. */
+  tickMs: number;
+  /** Most tasks in one request. */
+  maxChunk: number;
+  /** Beyond this many unanswered requests, due tasks are counted as not sent. */
+  maxInFlight: number;
+  /** Sends `count` tasks in one request; settles when the answer is in. */
+  send(count: number): Promise<void>;
+}
+
+/**
+ * Open loop: every tick, offers what the rate says is due, whatever the
+ * answers' latency (a slow system does not slow the offered load down; what
+ * cannot be sent for back-pressure is counted instead).
+ */
+export async function offerOpenLoop(
+  loop: OpenLoop,
+): Promise<{ offered: number; notSent: number; elapsedS: number }> {
+  const startMs = Date.now();
+  let offered = 0;
+  let notSent = 0;
+  const pending = new Set<Promise<void>>();
+  while (Date.now() - startMs < loop.seconds * 1000) {
+    const due = Math.floor(((Date.now() - startMs) / 1000) * loop.ratePerS) - offered;
+    for (let left = due; left > 0; left -= loop.maxChunk) {
+      const count = Math.min(left, loop.maxChunk);
+      if (pending.size >= loop.maxInFlight) notSent += count;
+      else {
+        const request: Promise<void> = loop.send(count).finally(() => pending.delete(request));
+        pending.add(request);
+      }
+      offered += count;
+    }
+    await sleepMs(loop.tickMs);
+  }
+  await Promise.all(pending);
+  return { offered, notSent, elapsedS: (Date.now() - startMs) / 1000 };
+}
+
+export interface ApiOffer {
+  baseUrl: string;
+  apiKey: string;
+  taskType: string;
+  ratePerS: number;
+  seconds: number;
+  leadMs: number;
+  spreadMs: number;
+}
+
+/**
+ * Offers tasks through `POST /v1/tasks/batch` (open loop), each due
+ * lead..lead+spread ms after its request; fills `accepted` with the run_at of
+ * every task answered 201.
+ */
+export async function offerThroughApi(offer: ApiOffer, accepted: Map<string, number>) {
+  let rejected = 0;
+  const ackMs: number[] = [];
+  const send = async (count: number) => {
+    const body = JSON.stringify({
+      tasks: Array.from({ length: count }, (_, i) => ({
+        type: offer.taskType,
+        payload: { i },
+        delay_ms: Math.round(offer.leadMs + Math.random() * offer.spreadMs),
+      })),
+    });
+    const sentMs = Date.now();
+    try {
+      const response = await fetch(`${offer.baseUrl}/v1/tasks/batch`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${offer.apiKey}`, "content-type": "application/json" },
+        body,
+      });
+      if (response.status !== 201) {
+        rejected += count;
+        await response.text();
+        return;
+      }
+      ackMs.push(Date.now() - sentMs);
+      const answer = (await response.json()) as { tasks: Array<{ id: string; run_at?: string }> };
+      for (const item of answer.tasks) {
+        if (item.run_at) accepted.set(item.id, Date.parse(item.run_at));
+      }
+    } catch {
+      rejected += count;
+    }
+  };
+  const load = await offerOpenLoop({
+    ratePerS: offer.ratePerS,
+    seconds: offer.seconds,
+    tickMs: 10,
+    maxChunk: 1000,
+    maxInFlight: 32,
+    send,
+  });
+  return { ...load, rejected, ingest: latenessOf(ackMs) };
+}
+
+/** Spawns `chronofence run --roles <roles>` from the built tree, its stdout piped. */
+export function spawnRoles(roles: string, env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, [path.join(root, "bin/chronofence.js"), "run", "--roles", roles], {
+    env: { ...process.env, HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+}
+
+/** Resolves with the metrics port a roles process prints once ready (`metrics_port=N`). */
+export function readyMetricsPort(child: ChildProcess, name: string): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /metrics_port=(\d+)/.exec(out);
+      if (match) resolve(Number(match[1]));
+    });
+    child.once("exit", (code) => reject(new Error(`${name} exited (${code})`)));
+  });
+}
+
+/** SIGTERM, then wait for every child to exit. */
+export async function stopChildren(children: readonly ChildProcess[]): Promise<void> {
+  for (const c of children) c.kill("SIGTERM");
+  await Promise.all(
+    children.map((c) =>
+      c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once("exit", r)) : null,
+    ),
+  );
+}
+
+export interface Arrival {
+  arrivedMs: number;
+  dispatchedMs: number;
+}
+
+/**
+ * A Kafka consumer (its own group) reading the four topics of `topicPrefix`
+ * from the beginning: records each task's first arrival and counts messages
+ * that arrived, or were dispatched, before their run_at.
+ */
+export async function startArrivalConsumer(
+  brokers: string[],
+  topicPrefix: string,
+  arrivals: Map<string, Arrival>,
+  early: { count: number },
+): Promise<Consumer> {
+  const kafka = new Kafka({ clientId: "bench-consumer", brokers, logLevel: logLevel.NOTHING });
+  const consumer = kafka.consumer({ groupId: `${topicPrefix}bench`, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({
+    topics: TOPICS.map((kind) => topicName(topicPrefix, kind)),
+    fromBeginning: true,
+  });
+  const joined = new Promise<void>((resolve) =>
+    consumer.on(consumer.events.GROUP_JOIN, () => resolve()),
+  );
+  await consumer.run({
+    eachBatch: async ({ batch }) => {
+      const arrivedMs = Date.now();
+      for (const message of batch.messages) {
+        const envelope = JSON.parse(message.value!.toString()) as {
+          task_id: string;
+          run_at: string;
+          dispatched_at: string;
+        };
+        const dispatchedMs = Date.parse(envelope.dispatched_at);
+        if (arrivedMs < Date.parse(envelope.run_at) || dispatchedMs < Date.parse(envelope.run_at))
+          early.count++;
+        if (!arrivals.has(envelope.task_id))
+          arrivals.set(envelope.task_id, { arrivedMs, dispatchedMs });
+      }
+    },
+  });
+  await joined;
+  return consumer;
+}
+
+/** Deletes the run's topics and consumer groups. */
+export async function deleteKafkaRun(
+  brokers: string[],
+  topicPrefix: string,
+  groups: string[],
+): Promise<void> {
+  const kafka = new Kafka({ clientId: "bench-admin", brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin
+    .deleteTopics({ topics: TOPICS.map((k) => topicName(topicPrefix, k)) })
+    .catch(() => undefined);
+  await admin.deleteGroups(groups).catch(() => undefined);
+  await admin.disconnect();
+}
+
+/** CPU ticks (1/100 s) of the named processes, and of all Postgres, Kafka (java) and Redis processes. */
+export async function cpuTicksOf(pids: Record<string, number>): Promise<Record<string, number>> {
+  const ticks: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(pids)) {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    ticks[name] = Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
+  }
+  let postgres = 0;
+  let kafka = 0;
+  for (const pid of await readdir("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+    const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const t = Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
+    if (comm.startsWith("postgres")) postgres += t;
+    else if (comm === "java") kafka += t;
+    else if (comm.startsWith("redis-server")) ticks.redis = (ticks.redis ?? 0) + t;
+  }
+  return { ...ticks, postgres, kafka };
+}
+
+/** Mean cores each entry used between two cpuTicksOf readings `wallS` apart. */
+export function coresBetween(
+  before: Record<string, number>,
+  after: Record<string, number>,
+  wallS: number,
+): Record<string, number> {
+  const cores: Record<string, number> = {};
+  for (const key of Object.keys(after)) {
+    cores[key] = round((after[key]! - (before[key] ?? 0)) / 100 / wallS);
+  }
+  return cores;
+}
+
+/**
+ * Matches accepted tasks (id → run_at) with their first Kafka arrival:
+ * lateness run_at → arrival and run_at → dispatched_at, the rate of
+ * arrivals, and the tasks that never arrived.
+ */
+export function publishOutcome(accepted: Map<string, number>, arrivals: Map<string, Arrival>) {
+  const toConsumer: number[] = [];
+  const toBroker: number[] = [];
+  let lost = 0;
+  let firstMs = Number.POSITIVE_INFINITY;
+  let lastMs = 0;
+  for (const [id, runAtMs] of accepted) {
+    const arrival = arrivals.get(id);
+    if (!arrival) {
+      lost++;
+      continue;
+    }
+    toConsumer.push(arrival.arrivedMs - runAtMs);
+    toBroker.push(arrival.dispatchedMs - runAtMs);
+    firstMs = Math.min(firstMs, arrival.arrivedMs);
+    lastMs = Math.max(lastMs, arrival.arrivedMs);
+  }
+  return {
+    published: toConsumer.length,
+    perS: Math.round(toConsumer.length / Math.max(0.001, (lastMs - firstMs) / 1000)),
+    lost,
+    toConsumer: latenessOf(toConsumer),
+    toBroker: latenessOf(toBroker),
+  };
+}
+
+/** Polls `done` every 100 ms until it holds or `deadlineMs` (epoch) passes. */
+export async function waitUntil(done: () => boolean, deadlineMs: number): Promise<void> {
+  while (Date.now() < deadlineMs && !done()) await sleepMs(100);
 }
