@@ -1,0 +1,375 @@
+/**
+ * The Postgres ExecutionStore (contract: ports/execution-store.ts; SQL:
+ * sql/execution.ts). Two ways to build it:
+ *  - `rowLevelSecurity: true` for a pool that SETs chronofence_api (the API
+ *    role): every call runs in a transaction with app.tenant_id set;
+ *  - `false` for the login role (worker, reconciler): one-statement calls go
+ *    straight to the pool (one round trip), still filtered by tenant_id.
+ */
+import type pg from "pg";
+import { decideFailure, type FailureDecision, type RandomSource } from "../../domain/retry.js";
+import type { BackoffStrategy } from "../../domain/task.js";
+import type {
+  CompleteOutcome,
+  ExecutionFailure,
+  ExecutionRef,
+  ExecutionStore,
+  ExpiredLease,
+  FailOutcome,
+  HeartbeatOutcome,
+  ReplayOutcome,
+  StartOutcome,
+} from "../../ports/execution-store.js";
+import { fromPgError } from "./errors.js";
+import { type PgPool, withTenant } from "./pool.js";
+import {
+  completeTask,
+  heartbeatTask,
+  INSERT_DEAD_LETTERS,
+  LOCK_EXPIRED,
+  LOCK_TASK,
+  lockRunningTask,
+  MOVE_IDEMPOTENCY_KEYS,
+  REPLAY_TASK,
+  SETTLE_FAILURES,
+  startTask,
+  TASK_STATUS,
+} from "./sql/execution.js";
+
+export interface PgExecutionStoreOptions {
+  rowLevelSecurity: boolean;
+  random: RandomSource;
+  /** Ids of dead_letters rows (UUIDv7 from the injected clock). */
+  newId: () => string;
+  /** Attempts of a statement that lost a race with a partition move (SQLSTATE 40001). */
+  maxSerializationRetries?: number;
+}
+
+/** A pool (one statement, autocommit) or a client inside a transaction. */
+type Queryable = Pick<pg.PoolClient, "query">;
+
+const START = [startTask(false), startTask(true)] as const;
+const HEARTBEAT = [heartbeatTask(false), heartbeatTask(true)] as const;
+const COMPLETE = [completeTask(false), completeTask(true)] as const;
+const LOCK_RUNNING = [lockRunningTask(false), lockRunningTask(true)] as const;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const TOKEN = /^[1-9][0-9]{0,17}$/; // any bigint the sequence can hand out soon
+const MAX_DETAILS_CHARS = 16_384;
+
+export class PgExecutionStore implements ExecutionStore {
+  private readonly maxRetries: number;
+
+  constructor(
+    private readonly pool: PgPool,
+    private readonly options: PgExecutionStoreOptions,
+  ) {
+    this.maxRetries = options.maxSerializationRetries ?? 3;
+  }
+
+  start(
+    ref: ExecutionRef,
+    workerId: string,
+    leaseMs: number,
+    nowMs: number,
+  ): Promise<StartOutcome> {
+    return this.fenced(ref, "start execution", async (db) => {
+      const params = [ref.tenantId, ref.taskId, ref.fencingToken, workerId, nowMs, leaseMs];
+      const result = await db.query(START[withRunAt(ref)], withRunAtParam(ref, params));
+      const row = result.rows[0];
+      if (!row) return null;
+      return {
+        kind: "started" as const,
+        execution: {
+          attempt: row.attempt,
+          maxAttempts: row.max_attempts,
+          runAtMs: Math.round(row.run_at_ms),
+          timeoutMs: row.timeout_ms,
+          leaseExpiresAtMs: Math.round(row.lease_expires_at_ms),
+        },
+      };
+    });
+  }
+
+  heartbeat(
+    ref: ExecutionRef,
+    workerId: string,
+    leaseMs: number,
+    nowMs: number,
+  ): Promise<HeartbeatOutcome> {
+    return this.fenced(ref, "heartbeat execution", async (db) => {
+      const params = [ref.tenantId, ref.taskId, ref.fencingToken, workerId, nowMs, leaseMs];
+      const result = await db.query(HEARTBEAT[withRunAt(ref)], withRunAtParam(ref, params));
+      const row = result.rows[0];
+      if (!row) return null;
+      return { kind: "extended" as const, leaseExpiresAtMs: Math.round(row.lease_expires_at_ms) };
+    });
+  }
+
+  complete(ref: ExecutionRef, resultJson: string, nowMs: number): Promise<CompleteOutcome> {
+    return this.fenced(ref, "complete execution", async (db) => {
+      const params = [ref.tenantId, ref.taskId, ref.fencingToken, resultJson, nowMs];
+      const result = await db.query(COMPLETE[withRunAt(ref)], withRunAtParam(ref, params));
+      return result.rowCount === 1 ? { kind: "completed" as const } : null;
+    });
+  }
+
+  fail(ref: ExecutionRef, failure: ExecutionFailure, nowMs: number): Promise<FailOutcome> {
+    return this.fenced(
+      ref,
+      "fail execution",
+      async (db) => {
+        const params = [ref.tenantId, ref.taskId, ref.fencingToken];
+        const locked = await db.query(LOCK_RUNNING[withRunAt(ref)], withRunAtParam(ref, params));
+        const row: FailureRow | undefined = locked.rows[0];
+        if (!row) return null;
+        const decision = decideFailure(stateOf(row), failure, nowMs, this.options.random);
+        const settled = await this.settle(db, [{ row, decision, failure }], nowMs);
+        return settled[0]!.outcome;
+      },
+      true,
+    );
+  }
+
+  async replay(
+    tenantId: string,
+    taskId: string,
+    apiKeyId: string | null,
+    nowMs: number,
+  ): Promise<ReplayOutcome> {
+    if (!UUID.test(taskId)) return { kind: "not_found" };
+    try {
+      return await this.withRetries(() =>
+        withTenant(this.pool, tenantId, async (db) => {
+          const current = (await db.query(LOCK_TASK, [tenantId, taskId])).rows[0];
+          if (!current) return { kind: "not_found" as const };
+          if (current.status !== "DEAD")
+            return { kind: "not_dead" as const, status: current.status };
+          await db.query(REPLAY_TASK, [tenantId, taskId, current.run_at_ms, nowMs, apiKeyId]);
+          if (current.idempotency_key !== null) {
+            await db.query(MOVE_IDEMPOTENCY_KEYS, [[tenantId], [current.idempotency_key], [nowMs]]);
+          }
+          return { kind: "replayed" as const, tenantId, taskId, runAtMs: nowMs };
+        }),
+      );
+    } catch (error) {
+      throw fromPgError(error, "replay task");
+    }
+  }
+
+  async expireLeases(nowMs: number, limit: number): Promise<ExpiredLease[]> {
+    try {
+      return await this.withRetries(() =>
+        this.transaction(async (db) => {
+          const locked = await db.query(LOCK_EXPIRED, [nowMs, limit]);
+          const failures = locked.rows.map((row: FailureRow) => {
+            const failure: ExecutionFailure = {
+              message: `the execution lease held by ${row.lease_owner ?? "?"} expired`,
+              code: "lease_expired",
+              retryable: true,
+            };
+            const decision = decideFailure(
+              stateOf(row),
+              { retryable: true, expired: true },
+              nowMs,
+              this.options.random,
+            );
+            return { row, decision, failure };
+          });
+          const settled = await this.settle(db, failures, nowMs);
+          return settled.map(({ row, outcome }) => ({
+            tenantId: row.tenant_id,
+            taskId: row.id,
+            outcome: outcome.kind === "retrying" ? ("retrying" as const) : ("dead" as const),
+            nextRunAtMs: outcome.kind === "retrying" ? outcome.nextRunAtMs : null,
+          }));
+        }),
+      );
+    } catch (error) {
+      throw fromPgError(error, "expire execution leases");
+    }
+  }
+
+  /** Writes decided failures of rows locked by this transaction: tasks, dead letters, keys. */
+  private async settle(
+    db: Queryable,
+    failures: ReadonlyArray<{
+      row: FailureRow;
+      decision: FailureDecision;
+      failure: ExecutionFailure;
+    }>,
+    nowMs: number,
+  ): Promise<Array<{ row: FailureRow; outcome: FailOutcome }>> {
+    if (failures.length === 0) return [];
+    const errors = failures.map(({ row, failure }) => lastErrorJson(row, failure, nowMs));
+    await db.query(SETTLE_FAILURES, [
+      failures.map((f) => f.row.id),
+      failures.map((f) => f.row.run_at_ms),
+      failures.map((f) => (f.decision.kind === "retry" ? f.decision.nextRunAtMs : null)),
+      errors,
+      nowMs,
+    ]);
+    const letters: unknown[] = [];
+    const moved = failures.filter(
+      (f) => f.decision.kind === "retry" && f.row.idempotency_key !== null,
+    );
+    const outcomes = failures.map(({ row, decision }, i) => {
+      if (decision.kind === "retry") {
+        const outcome: FailOutcome = {
+          kind: "retrying",
+          attempt: row.attempt,
+          nextRunAtMs: decision.nextRunAtMs,
+          tenantId: row.tenant_id,
+          taskId: row.id,
+        };
+        return { row, outcome };
+      }
+      const deadLetterId = this.options.newId();
+      letters.push(deadLetterOf(deadLetterId, row, decision.reason, errors[i]!));
+      const outcome: FailOutcome = { kind: "dead", attempt: row.attempt, deadLetterId };
+      return { row, outcome };
+    });
+    if (letters.length > 0) await db.query(INSERT_DEAD_LETTERS, [JSON.stringify(letters), nowMs]);
+    if (moved.length > 0) {
+      await db.query(MOVE_IDEMPOTENCY_KEYS, [
+        moved.map((f) => f.row.tenant_id),
+        moved.map((f) => f.row.idempotency_key),
+        moved.map((f) => (f.decision as { nextRunAtMs: number }).nextRunAtMs),
+      ]);
+    }
+    return outcomes;
+  }
+
+  /**
+   * Runs a fenced call: `attempt` answers null for "0 rows", which becomes
+   * `stale` or `not_found` after one more look (inside the same transaction
+   * under row-level security). Malformed ids and tokens can match nothing.
+   */
+  private async fenced<T>(
+    ref: ExecutionRef,
+    operation: string,
+    attempt: (db: Queryable) => Promise<T | null>,
+    needsTransaction = false,
+  ): Promise<T | { kind: "stale" } | { kind: "not_found" }> {
+    if (!UUID.test(ref.taskId) || !UUID.test(ref.tenantId)) return { kind: "not_found" };
+    if (!TOKEN.test(ref.fencingToken)) return this.staleOrMissing(ref, operation);
+    const run = async (db: Queryable) => (await attempt(db)) ?? (await this.classify(db, ref));
+    try {
+      return await this.withRetries(() =>
+        needsTransaction || this.options.rowLevelSecurity
+          ? withTenant(this.pool, ref.tenantId, run)
+          : run(this.pool),
+      );
+    } catch (error) {
+      throw fromPgError(error, operation);
+    }
+  }
+
+  private async staleOrMissing(ref: ExecutionRef, operation: string) {
+    try {
+      return this.options.rowLevelSecurity
+        ? await withTenant(this.pool, ref.tenantId, (db) => this.classify(db, ref))
+        : await this.classify(this.pool, ref);
+    } catch (error) {
+      throw fromPgError(error, operation);
+    }
+  }
+
+  private async classify(db: Queryable, ref: ExecutionRef) {
+    const found = await db.query(TASK_STATUS, [ref.tenantId, ref.taskId]);
+    return found.rowCount === 0 ? { kind: "not_found" as const } : { kind: "stale" as const };
+  }
+
+  private async transaction<T>(fn: (db: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const result = await fn(client);
+      await client.query("COMMIT");
+      client.release();
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      client.release(error instanceof Error ? error : true);
+      throw error;
+    }
+  }
+
+  /** A statement that waited on a row another transaction moved to another partition fails with 40001. */
+  private async withRetries<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (error) {
+        const code = (error as { code?: unknown } | null)?.code;
+        if (code !== "40001" || attempt >= this.maxRetries) throw error;
+      }
+    }
+  }
+}
+
+interface FailureRow {
+  id: string;
+  tenant_id: string;
+  type: string;
+  payload_json: string;
+  attempt: number;
+  max_attempts: number;
+  backoff_strategy: BackoffStrategy;
+  backoff_base_ms: number;
+  backoff_max_ms: number;
+  idempotency_key: string | null;
+  fencing_token: string;
+  lease_owner: string | null;
+  run_at_ms: number;
+}
+
+const withRunAt = (ref: ExecutionRef): 0 | 1 => (ref.runAtMs === undefined ? 0 : 1);
+const withRunAtParam = (ref: ExecutionRef, params: unknown[]): unknown[] =>
+  ref.runAtMs === undefined ? params : [...params, ref.runAtMs];
+
+const stateOf = (row: FailureRow) => ({
+  attempt: row.attempt,
+  maxAttempts: row.max_attempts,
+  backoff: {
+    strategy: row.backoff_strategy,
+    baseMs: row.backoff_base_ms,
+    maxMs: row.backoff_max_ms,
+  },
+});
+
+/** tasks.last_error and dead_letters.error: the failure plus which attempt, when, and by whom. */
+function lastErrorJson(row: FailureRow, failure: ExecutionFailure, nowMs: number): string {
+  let details = failure.details;
+  if (details !== undefined) {
+    const text = JSON.stringify(details) ?? "null";
+    if (text.length > MAX_DETAILS_CHARS) details = { truncated: text.slice(0, MAX_DETAILS_CHARS) };
+  }
+  return JSON.stringify({
+    message: failure.message.slice(0, 4096),
+    code: failure.code ?? null,
+    retryable: failure.retryable,
+    details: details ?? null,
+    attempt: row.attempt,
+    fencing_token: row.fencing_token,
+    worker_id: row.lease_owner,
+    at: new Date(nowMs).toISOString(),
+  });
+}
+
+function deadLetterOf(id: string, row: FailureRow, reason: string, errorJson: string) {
+  return {
+    id,
+    tenant_id: row.tenant_id,
+    task_id: row.id,
+    type: row.type,
+    payload: JSON.parse(row.payload_json),
+    attempt: row.attempt,
+    max_attempts: row.max_attempts,
+    fencing_token: row.fencing_token,
+    error: JSON.parse(errorJson),
+    reason,
+    worker_id: row.lease_owner,
+    run_at_ms: row.run_at_ms,
+  };
+}

@@ -1,0 +1,189 @@
+/**
+ * The fenced execution statements (contract: ports/execution-store.ts).
+ * Times are passed as epoch ms (float8) from the caller's clock.
+ *
+ * Each statement that names one task comes in two forms: `…(true)` adds
+ * `run_at = $k` so the planner touches one partition (the Node worker knows
+ * run_at from the envelope); `…(false)` probes every partition's
+ * (tenant_id, id) index (HTTP workers may not send run_at).
+ *
+ * Fencing: every write tests `fencing_token = $3 AND status = <expected>`.
+ * A concurrent writer of the same row waits for our row lock and then
+ * re-evaluates that test against the new row version, so exactly one of two
+ * racing writers changes it. If the other moved the row to another partition
+ * (a retry to a later day), the waiter fails with SQLSTATE 40001 instead;
+ * the adapter runs the statement again, which then answers "stale".
+ */
+
+const ts = (param: string) => `timestamptz 'epoch' + (${param})::float8 * interval '1 millisecond'`;
+const msOf = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
+/** What a failure decision and its dead letter need. */
+export const FAILURE_COLUMNS = `
+  id, tenant_id, type, payload::text AS payload_json, attempt, max_attempts,
+  backoff_strategy, backoff_base_ms, backoff_max_ms, idempotency_key,
+  fencing_token::text AS fencing_token, lease_owner, ${msOf("run_at")} AS run_at_ms`;
+
+const runAtTest = (withRunAt: boolean, param: string) =>
+  withRunAt ? `AND run_at = ${ts(param)}` : "";
+
+/**
+ * start: $1 tenant_id, $2 id, $3 fencing_token, $4 worker_id, $5 now_ms,
+ * $6 lease_ms [, $7 run_at_ms] → 1 row if ARMED with this token (now RUNNING), else 0.
+ */
+export const startTask = (withRunAt: boolean) => `
+UPDATE tasks
+   SET status = 'RUNNING',
+       attempt = attempt + 1,
+       lease_owner = $4,
+       lease_expires_at = ${ts("$5::float8 + $6::float8")},
+       started_at = ${ts("$5")},
+       updated_at = ${ts("$5")}
+ WHERE tenant_id = $1 AND id = $2 AND fencing_token = $3::bigint AND status = 'ARMED'
+       ${runAtTest(withRunAt, "$7")}
+RETURNING attempt, max_attempts, timeout_ms, ${msOf("run_at")} AS run_at_ms,
+          ${msOf("lease_expires_at")} AS lease_expires_at_ms`;
+
+/**
+ * heartbeat: $1 tenant_id, $2 id, $3 fencing_token, $4 worker_id, $5 now_ms,
+ * $6 lease_ms [, $7 run_at_ms] → 1 row if RUNNING with this token, else 0.
+ */
+export const heartbeatTask = (withRunAt: boolean) => `
+UPDATE tasks
+   SET lease_owner = $4,
+       lease_expires_at = ${ts("$5::float8 + $6::float8")},
+       updated_at = ${ts("$5")}
+ WHERE tenant_id = $1 AND id = $2 AND fencing_token = $3::bigint AND status = 'RUNNING'
+       ${runAtTest(withRunAt, "$7")}
+RETURNING ${msOf("lease_expires_at")} AS lease_expires_at_ms`;
+
+/**
+ * complete: $1 tenant_id, $2 id, $3 fencing_token, $4 result jsonb text, $5 now_ms
+ * [, $6 run_at_ms] → 1 row if RUNNING with this token (now COMPLETED), else 0.
+ */
+export const completeTask = (withRunAt: boolean) => `
+UPDATE tasks
+   SET status = 'COMPLETED',
+       result = $4::jsonb,
+       lease_expires_at = NULL,
+       completed_at = ${ts("$5")},
+       updated_at = ${ts("$5")}
+ WHERE tenant_id = $1 AND id = $2 AND fencing_token = $3::bigint AND status = 'RUNNING'
+       ${runAtTest(withRunAt, "$6")}
+RETURNING 1`;
+
+/**
+ * lock-running: $1 tenant_id, $2 id, $3 fencing_token [, $4 run_at_ms] → the
+ * retry state of a RUNNING task held with this token, locked until the end
+ * of the transaction (the failure's decision is made in Node, domain/retry.ts).
+ */
+export const lockRunningTask = (withRunAt: boolean) => `
+SELECT ${FAILURE_COLUMNS}
+  FROM tasks
+ WHERE tenant_id = $1 AND id = $2 AND fencing_token = $3::bigint AND status = 'RUNNING'
+       ${runAtTest(withRunAt, "$4")}
+   FOR UPDATE`;
+
+/**
+ * lock-expired: $1 now_ms, $2 limit → RUNNING tasks whose execution lease
+ * expired before now, oldest first, locked; rows another transaction holds
+ * (a worker committing right now) are skipped: it decides them.
+ */
+export const LOCK_EXPIRED = `
+SELECT ${FAILURE_COLUMNS}
+  FROM tasks
+ WHERE status = 'RUNNING' AND lease_expires_at < ${ts("$1")}
+ ORDER BY lease_expires_at
+ LIMIT $2
+   FOR UPDATE SKIP LOCKED`;
+
+/**
+ * settle-failures: applies decided failures to locked rows, in one statement.
+ * $1 ids uuid[], $2 run_at_ms float8[] (current), $3 next_run_at_ms float8[]
+ * (NULL: dead), $4 last_error jsonb[] , $5 now_ms → the rows changed, with
+ * their new status. Every settled row gets a new fencing token, so nothing
+ * the failed attempt's holder sends afterwards can match. Retried rows may
+ * move to a later day's partition (Postgres moves a row whose partition key
+ * changes: delete from the old partition, insert into the new one).
+ */
+export const SETTLE_FAILURES = `
+WITH decided AS (
+  SELECT d.id, ${ts("d.run_at_ms")} AS run_at,
+         CASE WHEN d.next_ms IS NULL THEN NULL ELSE ${ts("d.next_ms")} END AS next_run_at,
+         d.last_error
+    FROM unnest($1::uuid[], $2::float8[], $3::float8[], $4::jsonb[])
+         AS d (id, run_at_ms, next_ms, last_error)
+)
+UPDATE tasks t
+   SET status = CASE WHEN d.next_run_at IS NULL THEN 'DEAD' ELSE 'SCHEDULED' END,
+       run_at = coalesce(d.next_run_at, t.run_at),
+       fencing_token = nextval('fencing_token_seq'),
+       last_error = d.last_error,
+       lease_expires_at = NULL,
+       failed_at = ${ts("$5")},
+       dead_at = CASE WHEN d.next_run_at IS NULL THEN ${ts("$5")} ELSE NULL END,
+       updated_at = ${ts("$5")}
+  FROM decided d
+ WHERE t.id = d.id AND t.run_at = d.run_at AND t.status = 'RUNNING'
+RETURNING t.id, t.status`;
+
+/**
+ * insert-dead-letters: $1 rows jsonb array of {id, tenant_id, task_id, type,
+ * payload, attempt, max_attempts, fencing_token, error, reason, worker_id,
+ * run_at_ms}, $2 now_ms.
+ */
+export const INSERT_DEAD_LETTERS = `
+INSERT INTO dead_letters (id, tenant_id, task_id, type, payload, attempt, max_attempts,
+                          fencing_token, error, reason, worker_id, run_at, dead_at)
+SELECT r.id, r.tenant_id, r.task_id, r.type, coalesce(r.payload, 'null'::jsonb), r.attempt,
+       r.max_attempts, r.fencing_token, r.error, r.reason, r.worker_id, ${ts("r.run_at_ms")},
+       ${ts("$2")}
+  FROM jsonb_to_recordset($1::jsonb) AS r (id uuid, tenant_id uuid, task_id uuid, type text,
+       payload jsonb, attempt integer, max_attempts integer, fencing_token bigint, error jsonb,
+       reason text, worker_id text, run_at_ms float8)`;
+
+/**
+ * move-idempotency-keys: $1 tenant_ids uuid[], $2 keys text[], $3 run_at_ms float8[]
+ * — keeps idempotency_keys.task_run_at equal to the task's run_at after a move.
+ */
+export const MOVE_IDEMPOTENCY_KEYS = `
+UPDATE idempotency_keys k
+   SET task_run_at = ${ts("m.run_at_ms")}
+  FROM unnest($1::uuid[], $2::text[], $3::float8[]) AS m (tenant_id, idempotency_key, run_at_ms)
+ WHERE k.tenant_id = m.tenant_id AND k.idempotency_key = m.idempotency_key`;
+
+/** task-exists: $1 tenant_id, $2 id → the task's status (any partition), for stale vs not_found. */
+export const TASK_STATUS = "SELECT status FROM tasks WHERE tenant_id = $1 AND id = $2";
+
+/** lock-task: $1 tenant_id, $2 id → status, run_at_ms, idempotency_key, locked (replay). */
+export const LOCK_TASK = `
+SELECT status, ${msOf("run_at")} AS run_at_ms, idempotency_key
+  FROM tasks WHERE tenant_id = $1 AND id = $2 FOR UPDATE`;
+
+/**
+ * replay-task: $1 tenant_id, $2 id, $3 run_at_ms (current), $4 now_ms → 1 row
+ * if DEAD (now SCHEDULED at now with a new token); its open dead letters are
+ * marked replayed and an audit row ($5 api_key_id, may be NULL) is written.
+ */
+export const REPLAY_TASK = `
+WITH replayed AS (
+  UPDATE tasks
+     SET status = 'SCHEDULED',
+         run_at = ${ts("$4")},
+         fencing_token = nextval('fencing_token_seq'),
+         lease_owner = NULL,
+         lease_expires_at = NULL,
+         dead_at = NULL,
+         updated_at = ${ts("$4")}
+   WHERE tenant_id = $1 AND id = $2 AND run_at = ${ts("$3")} AND status = 'DEAD'
+  RETURNING id
+),
+letters AS (
+  UPDATE dead_letters SET replayed_at = ${ts("$4")}
+   WHERE tenant_id = $1 AND task_id = $2 AND replayed_at IS NULL
+     AND EXISTS (SELECT 1 FROM replayed)
+),
+audited AS (
+  INSERT INTO audit_log (tenant_id, api_key_id, action, task_ids, at)
+  SELECT $1, $5::uuid, 'task.replay', ARRAY[id], ${ts("$4")} FROM replayed
+)
+SELECT id FROM replayed`;
