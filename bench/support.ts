@@ -129,7 +129,7 @@ export interface OpenLoop {
  */
 export async function offerOpenLoop(
   loop: OpenLoop,
-): Promise<{ offered: number; notSent: number; elapsedS: number }> {
+): Promise<{ startMs: number; offered: number; notSent: number; elapsedS: number }> {
   const startMs = Date.now();
   let offered = 0;
   let notSent = 0;
@@ -148,7 +148,7 @@ export async function offerOpenLoop(
     await sleepMs(loop.tickMs);
   }
   await Promise.all(pending);
-  return { offered, notSent, elapsedS: (Date.now() - startMs) / 1000 };
+  return { startMs, offered, notSent, elapsedS: (Date.now() - startMs) / 1000 };
 }
 
 export interface ApiOffer {
@@ -303,30 +303,40 @@ export async function deleteKafkaRun(
   await admin.disconnect();
 }
 
-/** CPU ticks (1/100 s) of the named processes, and of all Postgres, Kafka (java) and Redis processes. */
+/**
+ * CPU ticks (1/100 s) of the named processes, of all Postgres, Kafka (java)
+ * and Redis processes, and of everything else (`other`: other work on the
+ * machine, e.g. test suites sharing the cores; reported rather than hidden).
+ */
 export async function cpuTicksOf(pids: Record<string, number>): Promise<Record<string, number>> {
-  const ticks: Record<string, number> = {};
-  for (const [name, pid] of Object.entries(pids)) {
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    ticks[name] = Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
-  }
-  let postgres = 0;
-  let kafka = 0;
+  const named = new Map(Object.entries(pids).map(([name, pid]) => [String(pid), name]));
+  const ticks: Record<string, number> = { postgres: 0, kafka: 0, redis: 0, other: 0 };
+  for (const name of named.values()) ticks[name] = 0;
   for (const pid of await readdir("/proc")) {
     if (!/^\d+$/.test(pid)) continue;
     const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+    if (stat === "") continue;
     const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const t = Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
-    if (comm.startsWith("postgres")) postgres += t;
-    else if (comm === "java") kafka += t;
-    else if (comm.startsWith("redis-server")) ticks.redis = (ticks.redis ?? 0) + t;
+    const t = Number(fields[11] ?? 0) + Number(fields[12] ?? 0); // utime + stime
+    const group =
+      named.get(pid) ??
+      (comm.startsWith("postgres")
+        ? "postgres"
+        : comm === "java"
+          ? "kafka"
+          : comm.startsWith("redis-server")
+            ? "redis"
+            : "other");
+    ticks[group]! += t;
   }
-  return { ...ticks, postgres, kafka };
+  return ticks;
 }
 
-/** Mean cores each entry used between two cpuTicksOf readings `wallS` apart. */
+/**
+ * Mean cores each entry used between two cpuTicksOf readings `wallS` apart
+ * (processes that exited meanwhile take their ticks with them: `other` is a lower bound).
+ */
 export function coresBetween(
   before: Record<string, number>,
   after: Record<string, number>,
@@ -334,7 +344,7 @@ export function coresBetween(
 ): Record<string, number> {
   const cores: Record<string, number> = {};
   for (const key of Object.keys(after)) {
-    cores[key] = round((after[key]! - (before[key] ?? 0)) / 100 / wallS);
+    cores[key] = round(Math.max(0, after[key]! - (before[key] ?? 0)) / 100 / wallS);
   }
   return cores;
 }
@@ -371,6 +381,30 @@ export function publishOutcome(accepted: Map<string, number>, arrivals: Map<stri
 }
 
 /** Polls `done` every 100 ms until it holds or `deadlineMs` (epoch) passes. */
-export async function waitUntil(done: () => boolean, deadlineMs: number): Promise<void> {
-  while (Date.now() < deadlineMs && !done()) await sleepMs(100);
+export async function waitUntil(
+  done: () => boolean | Promise<boolean>,
+  deadlineMs: number,
+): Promise<void> {
+  while (Date.now() < deadlineMs && !(await done())) await sleepMs(100);
+}
+
+/**
+ * Events per second inside the plateau of an open-loop run: tasks offered at
+ * a constant rate from `startMs` for `seconds`, each due lead..lead+spread ms
+ * after its offer, fall due at the full rate only between
+ * start + lead + spread and start + seconds + lead (before and after, the
+ * due rate ramps). Counting completions there measures what the system
+ * sustains at the offered rate, or its capacity if a backlog built up.
+ * Null when the run is shorter than the spread (no plateau).
+ */
+export function plateauRate(
+  run: { startMs: number; seconds: number; leadMs: number; spreadMs: number },
+  eventsMs: readonly number[],
+): number | null {
+  const fromMs = run.startMs + run.leadMs + run.spreadMs;
+  const toMs = run.startMs + run.seconds * 1000 + run.leadMs;
+  if (toMs <= fromMs) return null;
+  let count = 0;
+  for (const t of eventsMs) if (t >= fromMs && t < toMs) count++;
+  return Math.round(count / ((toMs - fromMs) / 1000));
 }

@@ -1,0 +1,381 @@
+/**
+ * End-to-end benchmark: offers R no-op tasks per second for S seconds
+ * through the HTTP API (batch endpoint, open loop), each due 1–3 s after its
+ * request, with the API, the dispatch roles and the worker role in child
+ * processes and Postgres, Redis and Kafka on this machine; then offers the
+ * same load with the same delays to BullMQ's delayed jobs on the same Redis
+ * (bench/peers/bullmq.ts) and prints both side by side.
+ *
+ *   npm run bench:e2e -- --rate 5000 --seconds 10 [--json] [--no-peer | --peer-only]
+ *
+ * Where each number comes from:
+ *  - publish: a Kafka consumer of its own group in this process, arrival − run_at
+ *    of each task's first envelope (as bench:dispatch).
+ *  - worker_start: tasks.started_at − tasks.run_at, read from Postgres after
+ *    the run. started_at is the worker's clock at its fenced start, stored
+ *    per task with microsecond precision, so the percentiles are exact; the
+ *    worker's lateness histogram would only give bucket bounds.
+ *  - completed_per_s: completions per second while tasks fall due at the
+ *    full offered rate (support.ts plateauRate; needs --seconds > the spread).
+ *  - lost: accepted (201) but not COMPLETED when the run ends (the last
+ *    run_at + --drain-ms); their statuses are listed.
+ *  - early: tasks started before run_at (Postgres) plus envelopes published
+ *    or received before run_at (consumer).
+ *  - duplicates: COMPLETED tasks whose handler started more than once
+ *    (tasks.attempt, which counts fenced starts, above 1): no task here
+ *    fails, so a second start means an attempt was run again (e.g. its
+ *    lease expired while it ran). A second start or commit under the same
+ *    fencing token cannot happen by construction (both are fenced on the
+ *    token and the state); the worker's count of such rejections is
+ *    reported as `fenced_rejections` from its metrics.
+ *    BullMQ's duplicates are jobs it started more than once (`ats` > 1).
+ *
+ * With --json the last line is one JSON object: `publish`, `worker_start`
+ * ({p50_ms, p99_ms, max_ms}), `completed_per_s`, `lost`, `early`,
+ * `duplicates`, and `peer` (BullMQ's figures) with `ratio`.
+ */
+import type { ChildProcess } from "node:child_process";
+import os from "node:os";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { type PeerReport, runBullmqPeer } from "./peers/bullmq.js";
+import {
+  type Arrival,
+  coresBetween,
+  cpuTicksOf,
+  deleteBenchKeys,
+  deleteKafkaRun,
+  type Lateness,
+  latenessOf,
+  offerThroughApi,
+  plateauRate,
+  prepareBenchDatabase,
+  publishOutcome,
+  readyMetricsPort,
+  round,
+  sleepMs,
+  spawnRoles,
+  startArrivalConsumer,
+  stopChildren,
+  waitForApi,
+  waitUntil,
+} from "./support.js";
+
+const { values: args } = parseArgs({
+  options: {
+    json: { type: "boolean", default: false },
+    rate: { type: "string", default: "5000" },
+    seconds: { type: "string", default: "10" },
+    "lead-ms": { type: "string", default: "1000" },
+    "spread-ms": { type: "string", default: "2000" },
+    "drain-ms": { type: "string", default: "30000" },
+    workers: { type: "string", default: "1" },
+    "peer-concurrency": { type: "string", default: "100" },
+    port: { type: "string", default: "18091" },
+    "no-peer": { type: "boolean", default: false },
+    "peer-only": { type: "boolean", default: false },
+  },
+});
+const ratePerS = Number(args.rate);
+const seconds = Number(args.seconds);
+const leadMs = Number(args["lead-ms"]);
+const spreadMs = Number(args["spread-ms"]);
+const drainMs = Number(args["drain-ms"]);
+const workerProcesses = Number(args.workers);
+const port = Number(args.port);
+const baseUrl = `http://127.0.0.1:${port}`;
+const DATABASE_URL =
+  process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/chronofence_bench_e2e";
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const BROKERS = (process.env.KAFKA_BROKERS ?? "127.0.0.1:9092").split(",");
+const REDIS_PREFIX = "cf-bench-e2e";
+const TOPIC_PREFIX = `bench-e2e-${Date.now()}.`;
+const WORKER_GROUP = `${TOPIC_PREFIX}workers`;
+const log = (line: string) => {
+  if (!args.json) console.log(line);
+};
+
+const child = (roles: string, env: Record<string, string> = {}): ChildProcess =>
+  spawnRoles(roles, {
+    DATABASE_URL,
+    REDIS_URL,
+    KAFKA_BROKERS: BROKERS.join(","),
+    CF_REDIS_PREFIX: REDIS_PREFIX,
+    CF_TOPIC_PREFIX: TOPIC_PREFIX,
+    CF_WORKER_GROUP: WORKER_GROUP,
+    CF_METRICS_PORT: "0",
+    ...env,
+  });
+
+interface Roles {
+  api: ChildProcess;
+  dispatcher: ChildProcess;
+  workers: Array<{ process: ChildProcess; metricsPort: number }>;
+}
+
+async function startRoles(children: ChildProcess[]): Promise<Roles> {
+  const api = child("api", { PORT: String(port) });
+  children.push(api);
+  await waitForApi(api, baseUrl, 200);
+  const dispatcher = child("dispatcher,preloader,reconciler");
+  children.push(dispatcher);
+  await readyMetricsPort(dispatcher, "dispatcher");
+  const workers = [];
+  for (let i = 0; i < workerProcesses; i++) {
+    const worker = child("worker");
+    children.push(worker);
+    workers.push({ process: worker, metricsPort: await readyMetricsPort(worker, "worker") });
+  }
+  return { api, dispatcher, workers };
+}
+
+interface TaskRow {
+  id: string;
+  status: string;
+  attempt: number;
+  run_at_ms: number;
+  started_at_ms: number | null;
+  completed_at_ms: number | null;
+}
+
+/** Every task of the run, as Postgres holds it (the bench database holds nothing else). */
+async function readTasks(db: pg.Client): Promise<TaskRow[]> {
+  const result = await db.query<TaskRow>(
+    `SELECT id, status, attempt,
+            extract(epoch FROM run_at) * 1000 AS run_at_ms,
+            extract(epoch FROM started_at) * 1000 AS started_at_ms,
+            extract(epoch FROM completed_at) * 1000 AS completed_at_ms
+       FROM tasks`,
+  );
+  return result.rows.map((row) => ({
+    ...row,
+    run_at_ms: Number(row.run_at_ms),
+    started_at_ms: row.started_at_ms === null ? null : Number(row.started_at_ms),
+    completed_at_ms: row.completed_at_ms === null ? null : Number(row.completed_at_ms),
+  }));
+}
+
+/** Worker-start lateness, completions, lost, early and duplicates from the task rows. */
+function executionOutcome(
+  run: Parameters<typeof plateauRate>[0],
+  accepted: Map<string, number>,
+  rows: readonly TaskRow[],
+) {
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  const starts: number[] = [];
+  const completions: number[] = [];
+  const notCompleted: Record<string, number> = {};
+  let early = 0;
+  let duplicates = 0;
+  for (const id of accepted.keys()) {
+    const row = byId.get(id);
+    const status = row?.status ?? "MISSING";
+    if (row?.started_at_ms != null && row.started_at_ms < row.run_at_ms) early++;
+    if (!row || status !== "COMPLETED" || row.started_at_ms === null) {
+      notCompleted[status] = (notCompleted[status] ?? 0) + 1;
+      continue;
+    }
+    starts.push(row.started_at_ms - row.run_at_ms);
+    if (row.attempt > 1) duplicates++;
+    completions.push(row.completed_at_ms!);
+  }
+  return {
+    workerStart: latenessOf(starts),
+    completed: starts.length,
+    completedPerS: plateauRate(run, completions),
+    lost: accepted.size - starts.length,
+    notCompleted,
+    early,
+    duplicates,
+  };
+}
+
+/** Sums a counter over all its label sets in a Prometheus text exposition. */
+async function counterOf(metricsPort: number, name: string): Promise<number> {
+  const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then(
+    (r) => r.text(),
+    () => "",
+  );
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    if (line.startsWith(`${name} `) || line.startsWith(`${name}{`))
+      sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return sum;
+}
+
+async function runChronofence() {
+  const { apiKey } = await prepareBenchDatabase(DATABASE_URL, [
+    "tasks",
+    "idempotency_keys",
+    "audit_log",
+    "leases",
+    "dead_letters",
+  ]);
+  const children: ChildProcess[] = [];
+  const db = new pg.Client({ connectionString: DATABASE_URL });
+  await db.connect();
+  try {
+    const roles = await startRoles(children);
+    const arrivals = new Map<string, Arrival>();
+    const publishEarly = { count: 0 };
+    const consumer = await startArrivalConsumer(BROKERS, TOPIC_PREFIX, arrivals, publishEarly);
+    // The worker's consumer group joins in the background: let it settle before the clock starts.
+    await sleepMs(3000);
+    const pids: Record<string, number> = {
+      api: roles.api.pid!,
+      dispatcher: roles.dispatcher.pid!,
+      bench: process.pid,
+    };
+    roles.workers.forEach((w, i) => {
+      pids[`worker_${i}`] = w.process.pid!;
+    });
+    const cpuBefore = await cpuTicksOf(pids);
+    const cpuStartMs = Date.now();
+    const accepted = new Map<string, number>();
+    const load = await offerThroughApi(
+      { baseUrl, apiKey, taskType: "noop", ratePerS, seconds, leadMs, spreadMs },
+      accepted,
+    );
+    const lastRunAtMs = Math.max(...accepted.values());
+    await waitUntil(async () => {
+      const done = await db.query(
+        "SELECT count(*)::int AS n FROM tasks WHERE status = 'COMPLETED'",
+      );
+      return done.rows[0].n >= accepted.size;
+    }, lastRunAtMs + drainMs);
+    const cpuCores = coresBetween(
+      cpuBefore,
+      await cpuTicksOf(pids),
+      (Date.now() - cpuStartMs) / 1000,
+    );
+    await consumer.disconnect();
+    const publish = publishOutcome(accepted, arrivals);
+    const execution = executionOutcome(
+      { startMs: load.startMs, seconds, leadMs, spreadMs },
+      accepted,
+      await readTasks(db),
+    );
+    let fencedRejections = 0;
+    for (const w of roles.workers)
+      fencedRejections += await counterOf(w.metricsPort, "cf_worker_stale_total");
+    return {
+      offered: load.offered,
+      accepted: accepted.size,
+      rejected: load.rejected,
+      not_sent_backpressure: load.notSent,
+      ingest_ack: load.ingest,
+      publish: {
+        ...publish.toConsumer,
+        published_per_s: publish.perS,
+        not_published: publish.lost,
+      },
+      run_at_to_dispatched_at: publish.toBroker,
+      worker_start: execution.workerStart,
+      completed: execution.completed,
+      completed_per_s: execution.completedPerS,
+      lost: execution.lost,
+      not_completed_by_status: execution.notCompleted,
+      early: execution.early + publishEarly.count,
+      duplicates: execution.duplicates,
+      fenced_rejections: fencedRejections,
+      worker_processes: workerProcesses,
+      cpu_cores: cpuCores,
+    };
+  } finally {
+    await stopChildren(children);
+    await db.end();
+    await deleteKafkaRun(BROKERS, TOPIC_PREFIX, [`${TOPIC_PREFIX}bench`, WORKER_GROUP]);
+    await deleteBenchKeys(REDIS_PREFIX);
+  }
+}
+
+const ratio = (ours: number, theirs: number): number | null =>
+  theirs === 0 ? null : round(ours / theirs);
+
+function line(name: string, l: Lateness | null): string {
+  return l === null
+    ? `${name}: n/a`
+    : `${name}: p50 ${l.p50_ms} ms, p99 ${l.p99_ms} ms, max ${l.max_ms} ms`;
+}
+
+async function main(): Promise<void> {
+  const loadAvgBefore = os.loadavg().map(round);
+  log(
+    `offering ${ratePerS} no-op tasks/s for ${seconds} s, run_at in ${leadMs}–${leadMs + spreadMs} ms; ` +
+      `load average before: ${loadAvgBefore.join(" ")}`,
+  );
+  const ours = args["peer-only"] ? null : await runChronofence();
+  if (ours) {
+    log(`Chronofence (${workerProcesses} worker process(es)):`);
+    log(
+      `  accepted ${ours.accepted}/${ours.offered} (rejected ${ours.rejected}, not sent ${ours.not_sent_backpressure}); ` +
+        `completed ${ours.completed} at ${ours.completed_per_s}/s; lost ${ours.lost} ${JSON.stringify(ours.not_completed_by_status)}, ` +
+        `early ${ours.early}, duplicates ${ours.duplicates}, fenced rejections ${ours.fenced_rejections}`,
+    );
+    log(`  ${line("ingest (batch request → 201)", ours.ingest_ack)}`);
+    log(`  ${line("publish (run_at → consumer)", ours.publish)}`);
+    log(`  ${line("run_at → dispatched_at", ours.run_at_to_dispatched_at)}`);
+    log(`  ${line("worker start (run_at → started_at)", ours.worker_start)}`);
+    log(`  cores: ${JSON.stringify(ours.cpu_cores)}`);
+  }
+  let peer: (PeerReport & { ratio: Record<string, number | null> | null }) | null = null;
+  if (!args["no-peer"]) {
+    const report = await runBullmqPeer({
+      redisUrl: REDIS_URL,
+      ratePerS,
+      seconds,
+      leadMs,
+      spreadMs,
+      workerProcesses,
+      concurrency: Number(args["peer-concurrency"]),
+    });
+    peer = {
+      ...report,
+      ratio: ours && {
+        /** Chronofence ÷ BullMQ: below 1 means Chronofence starts closer to run_at. */
+        worker_start_p50: ratio(ours.worker_start.p50_ms, report.worker_start.p50_ms),
+        worker_start_p99: ratio(ours.worker_start.p99_ms, report.worker_start.p99_ms),
+        worker_start_max: ratio(ours.worker_start.max_ms, report.worker_start.max_ms),
+        /** Chronofence ÷ BullMQ: above 1 means Chronofence completes more per second. */
+        completed_per_s:
+          ours.completed_per_s === null || report.completed_per_s === null
+            ? null
+            : ratio(ours.completed_per_s, report.completed_per_s),
+      },
+    };
+    log(
+      `BullMQ ${report.version} (${report.worker_processes} worker process(es), concurrency ${report.concurrency}):`,
+    );
+    log(
+      `  accepted ${report.accepted}/${report.offered} (rejected ${report.rejected}, not sent ${report.not_sent_backpressure}); ` +
+        `completed at ${report.completed_per_s}/s; lost ${report.lost}, early ${report.early}, duplicates ${report.duplicates}`,
+    );
+    log(`  ${line("ingest (addBulk → resolved)", report.ingest_ack)}`);
+    log(`  ${line("worker start (due → processedOn)", report.worker_start)}`);
+    log(`  cores: ${JSON.stringify(report.cpu_cores)}`);
+    if (peer.ratio) log(`ratios Chronofence / BullMQ: ${JSON.stringify(peer.ratio)}`);
+  }
+  if (args.json) {
+    console.log(
+      JSON.stringify({
+        bench: "e2e",
+        offered_per_s: ratePerS,
+        seconds,
+        run_at_lead_ms: [leadMs, leadMs + spreadMs],
+        load_avg_before: loadAvgBefore,
+        cores: os.cpus().length,
+        ...(ours ?? { publish: null, worker_start: null }),
+        peer,
+      }),
+    );
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
