@@ -7,6 +7,7 @@ import { apiRoutes } from "../adapters/http/routes.js";
 import { HttpServer } from "../adapters/http/server.js";
 import type { Logger } from "../adapters/logging/logger.js";
 import { ApiMetrics } from "../adapters/metrics/metrics.js";
+import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import { maintainTaskPartitions } from "../adapters/pg/partitions.js";
 import { createPgPool, type PgPool } from "../adapters/pg/pool.js";
 import { PgTaskStore } from "../adapters/pg/task-store.js";
@@ -112,6 +113,16 @@ export async function startApi(
       notifyingCancels(store, new RedisDispatchHotTier(redis, config.redisKeyPrefix)),
       clock,
     ),
+    // The API's pool runs as chronofence_api: row-level security scopes every execution call.
+    executions: new PgExecutionStore(pool, {
+      rowLevelSecurity: true,
+      random: Math.random,
+      newId,
+    }),
+    hotTier,
+    nowMs: () => clock.nowMs(),
+    onHotTierError: (error) =>
+      logger.warn({ err: error }, "hot tier add failed; the pre-loader will repair it"),
     health: [
       { name: "postgres", check: () => pool.query("SELECT 1").then(() => undefined) },
       { name: "redis", check: () => hotTier.ping() },

@@ -2,10 +2,12 @@
 import type { Authenticator } from "../../app/authenticator.js";
 import type { IngestService } from "../../app/ingest.js";
 import type { TaskQueries } from "../../app/task-queries.js";
-import { ChronofenceError, ErrorCode, RateLimitedError } from "../../domain/errors.js";
+import { ErrorCode, RateLimitedError } from "../../domain/errors.js";
 import { bodyAllowanceBytes, MAX_BATCH_TASKS } from "../../domain/submission.js";
 import type { Principal } from "../../domain/tenant.js";
+import type { ExecutionStore } from "../../ports/execution-store.js";
 import type { HealthCheck } from "../../ports/health.js";
+import type { HotTier } from "../../ports/hot-tier.js";
 import type { IngestMetrics } from "../../ports/ingest-metrics.js";
 import {
   type Admission,
@@ -14,12 +16,20 @@ import {
   json,
   type Route,
 } from "./exchange.js";
+import { executionRoutes } from "./execution-routes.js";
+import { parseJson } from "./json-body.js";
 import { presentTask } from "./present.js";
 
 export interface RouteDeps {
   authenticator: Authenticator;
   ingest: IngestService;
   queries: TaskQueries;
+  /** The fenced worker protocol and replay (execution-routes.ts). */
+  executions: ExecutionStore;
+  /** Where a replayed task goes, as a fresh submission's would. */
+  hotTier: HotTier;
+  nowMs: () => number;
+  onHotTierError: (error: unknown) => void;
   health: HealthCheck[];
   metrics: IngestMetrics & { render(): Promise<{ contentType: string; body: string }> };
   /** Server-wide body caps; a tenant's own cap follows from its payload limit. */
@@ -27,8 +37,6 @@ export interface RouteDeps {
   maxBatchBodyBytes: number;
   nextRequestId: () => string;
 }
-
-const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 export function apiRoutes(deps: RouteDeps): Route[] {
   const principalOf = (request: HttpRequestData): Principal | Promise<Principal> =>
@@ -117,6 +125,18 @@ export function apiRoutes(deps: RouteDeps): Route[] {
         );
       },
     },
+    ...executionRoutes(
+      {
+        executions: deps.executions,
+        hotTier: deps.hotTier,
+        presentTask: async (principal, taskId) =>
+          presentTask(await deps.queries.get(principal, taskId)),
+        maxBodyBytes: deps.maxSingleBodyBytes,
+        nowMs: deps.nowMs,
+        onHotTierError: deps.onHotTierError,
+      },
+      admitting,
+    ),
     {
       method: "get",
       pattern: "/healthz",
@@ -139,26 +159,6 @@ export function apiRoutes(deps: RouteDeps): Route[] {
       },
     },
   ];
-}
-
-/** Strict UTF-8, then JSON; either failing is a 400. */
-export function parseJson(body: Buffer): unknown {
-  if (body.length === 0) {
-    throw new ChronofenceError(ErrorCode.InvalidJson, "a JSON body is required");
-  }
-  let text: string;
-  try {
-    text = utf8.decode(body);
-  } catch {
-    throw new ChronofenceError(ErrorCode.InvalidJson, "body is not valid UTF-8");
-  }
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new ChronofenceError(ErrorCode.InvalidJson, "body is not valid JSON", {
-      details: { reason: (error as Error).message.slice(0, 200) },
-    });
-  }
 }
 
 async function readiness(checks: HealthCheck[]): Promise<HttpReply> {
