@@ -7,14 +7,22 @@
  *  2. re-arm stale ARMED tasks: armed and due longer ago than the dispatch
  *     timeout, nobody started them → SCHEDULED with a new fencing token
  *     (the envelope already out, if any, can no longer start them);
- *  3. re-hydrate: SCHEDULED tasks due within `rehydrateAheadMs` that are in
- *     neither due nor claimed (a Redis flush, a lost add) are added back.
+ *  3. fail expired executions: RUNNING tasks whose execution lease expired
+ *     (the worker died or paused) are failed with a new fencing token — the
+ *     old holder's late heartbeat or commit is stale — and retried after
+ *     their backoff or dead-lettered;
+ *  4. re-hydrate: SCHEDULED tasks due within `rehydrateAheadMs` that are in
+ *     neither due nor claimed (a Redis flush, a lost add, a retry from step 3)
+ *     are added back.
+ * With workers running, step 2 is also what recovers an envelope a worker
+ * never started (lost with a consumer's uncommitted batch, or refused).
  */
 import { HOT_SHARD_COUNT } from "../domain/shard.js";
 import type { Clock } from "../ports/clock.js";
 import type { DispatchHotTier } from "../ports/dispatch-hot-tier.js";
 import type { DispatchMetrics } from "../ports/dispatch-metrics.js";
 import type { DispatchStore, ScheduledEntry } from "../ports/dispatch-store.js";
+import type { ExecutionStore } from "../ports/execution-store.js";
 
 export interface ReconcilerOptions {
   dispatchTimeoutMs: number;
@@ -25,12 +33,14 @@ export interface ReconcilerOptions {
 export interface ReconcileReport {
   claimsReturned: number;
   rearmed: number;
+  leasesExpired: number;
   rehydrated: number;
 }
 
 export class Reconciler {
   constructor(
     private readonly store: DispatchStore,
+    private readonly executions: ExecutionStore,
     private readonly hotTier: DispatchHotTier,
     private readonly clock: Clock,
     private readonly metrics: DispatchMetrics,
@@ -40,11 +50,24 @@ export class Reconciler {
   async run(): Promise<ReconcileReport> {
     const claimsReturned = await this.returnExpiredClaims();
     const rearmed = await this.rearmStale();
+    const leasesExpired = await this.expireLeases();
     const rehydrated = await this.rehydrate();
     this.metrics.claimsReturned(claimsReturned);
     this.metrics.rearmed(rearmed);
     this.metrics.rehydrated(rehydrated);
-    return { claimsReturned, rearmed, rehydrated };
+    return { claimsReturned, rearmed, leasesExpired, rehydrated };
+  }
+
+  private async expireLeases(): Promise<number> {
+    const nowMs = this.clock.nowMs();
+    let total = 0;
+    for (;;) {
+      const failed = await this.executions.expireLeases(nowMs, this.options.batchSize);
+      const dead = failed.filter((f) => f.outcome === "dead").length;
+      this.metrics.leasesExpired(failed.length - dead, dead);
+      total += failed.length;
+      if (failed.length < this.options.batchSize) return total;
+    }
   }
 
   private async returnExpiredClaims(): Promise<number> {

@@ -105,6 +105,37 @@ const schema = z.object({
   dispatchPgPoolSize: intFromEnv(1, 200).default(4),
   /** CF_METRICS_PORT: /metrics of the roles other than the API (0: any free port). */
   metricsPort: intFromEnv(0, 65535).default(9464),
+  /** CF_WORKER_QUEUES: the topics a worker consumes (critical, standard, bulk, overdue). */
+  workerQueues: z
+    .string()
+    .regex(/^(critical|standard|bulk|overdue)(,(critical|standard|bulk|overdue))*$/)
+    .default("critical,standard,bulk,overdue"),
+  /** CF_WORKER_CONCURRENCY_CRITICAL: tasks of the critical queue running at once per worker process. */
+  workerConcurrencyCritical: intFromEnv(1, 10_000).default(64),
+  /** CF_WORKER_CONCURRENCY_STANDARD */
+  workerConcurrencyStandard: intFromEnv(1, 10_000).default(64),
+  /** CF_WORKER_CONCURRENCY_BULK */
+  workerConcurrencyBulk: intFromEnv(1, 10_000).default(32),
+  /** CF_WORKER_CONCURRENCY_OVERDUE: late tasks still run, on their own budget. */
+  workerConcurrencyOverdue: intFromEnv(1, 10_000).default(16),
+  /** CF_WORKER_TENANT_CONCURRENCY: most tasks of one tenant running at once, per queue and process. */
+  workerTenantConcurrency: intFromEnv(1, 10_000).default(32),
+  /** CF_WORKER_LEASE_MS: execution lease; renewed every CF_WORKER_HEARTBEAT_MS while a task runs. */
+  workerLeaseMs: intFromEnv(500, 3_600_000).default(30_000),
+  /** CF_WORKER_HEARTBEAT_MS */
+  workerHeartbeatMs: intFromEnv(100, 3_600_000).default(10_000),
+  /** CF_WORKER_PG_POOL_SIZE: Postgres connections per queue (queues do not share them). */
+  workerPgPoolSize: intFromEnv(1, 200).default(4),
+  /** CF_WORKER_HANDLERS: a module registering user handlers (see docs); empty: built-ins only. */
+  workerHandlers: z.string().default(""),
+  /** CF_WORKER_CPU_THREADS: threads of the piscina pool for CPU handlers. */
+  workerCpuThreads: intFromEnv(1, 256).default(1),
+  /** CF_WORKER_SESSION_TIMEOUT_MS: Kafka consumer session; a dead worker's partitions move after it. */
+  workerSessionTimeoutMs: intFromEnv(6000, 300_000).default(10_000),
+  /** CF_WORKER_MAX_RESULT_BYTES: a larger handler result fails the attempt (not retryable). */
+  workerMaxResultBytes: intFromEnv(2, 64 * MiB).default(1 * MiB),
+  /** CF_WORKER_METRICS_PORT: /metrics of the worker role (0: any free port). */
+  workerMetricsPort: intFromEnv(0, 65535).default(9465),
   /** LOG_LEVEL */
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -153,6 +184,20 @@ const ENV_NAMES: Record<keyof Config, string> = {
   reconcileAheadMs: "CF_RECONCILE_AHEAD_MS",
   dispatchPgPoolSize: "CF_DISPATCH_PG_POOL_SIZE",
   metricsPort: "CF_METRICS_PORT",
+  workerQueues: "CF_WORKER_QUEUES",
+  workerConcurrencyCritical: "CF_WORKER_CONCURRENCY_CRITICAL",
+  workerConcurrencyStandard: "CF_WORKER_CONCURRENCY_STANDARD",
+  workerConcurrencyBulk: "CF_WORKER_CONCURRENCY_BULK",
+  workerConcurrencyOverdue: "CF_WORKER_CONCURRENCY_OVERDUE",
+  workerTenantConcurrency: "CF_WORKER_TENANT_CONCURRENCY",
+  workerLeaseMs: "CF_WORKER_LEASE_MS",
+  workerHeartbeatMs: "CF_WORKER_HEARTBEAT_MS",
+  workerPgPoolSize: "CF_WORKER_PG_POOL_SIZE",
+  workerHandlers: "CF_WORKER_HANDLERS",
+  workerCpuThreads: "CF_WORKER_CPU_THREADS",
+  workerSessionTimeoutMs: "CF_WORKER_SESSION_TIMEOUT_MS",
+  workerMaxResultBytes: "CF_WORKER_MAX_RESULT_BYTES",
+  workerMetricsPort: "CF_WORKER_METRICS_PORT",
   logLevel: "LOG_LEVEL",
 };
 
@@ -189,6 +234,11 @@ export function resolveConfig(
   if (lease.leaseHeartbeatMs + lease.leaseSafetyMarginMs >= lease.leaseTtlMs) {
     throw new Error(
       "invalid configuration: CF_LEASE_HEARTBEAT_MS + CF_LEASE_SAFETY_MARGIN_MS must be below CF_LEASE_TTL_MS",
+    );
+  }
+  if (lease.workerHeartbeatMs >= lease.workerLeaseMs) {
+    throw new Error(
+      "invalid configuration: CF_WORKER_HEARTBEAT_MS must be below CF_WORKER_LEASE_MS",
     );
   }
   return parsed.data;

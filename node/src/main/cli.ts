@@ -102,14 +102,23 @@ export async function main(argv: string[]): Promise<void> {
     .description("run one or more roles of Chronofence")
     .requiredOption(
       "--roles <list>",
-      "comma-separated roles: api, dispatcher, preloader, reconciler",
+      "comma-separated roles: api, dispatcher, preloader, reconciler, worker",
     )
-    .action(async (opts: { roles: string }) => {
+    .option(
+      "--queues <list>",
+      "worker: the queues to consume, of critical, standard, bulk, overdue (CF_WORKER_QUEUES)",
+    )
+    .option("--handlers <module>", "worker: a module exporting user handlers (CF_WORKER_HANDLERS)")
+    .action(async (opts: { roles: string; queues?: string; handlers?: string }) => {
       const roles = opts.roles.split(",").map((r) => r.trim());
-      const unknown = roles.filter((r) => r !== "api" && !isDispatchRole(r));
+      const unknown = roles.filter((r) => r !== "api" && r !== "worker" && !isDispatchRole(r));
       if (unknown.length > 0)
         throw new Error(`unknown or not yet available roles: ${unknown.join(", ")}`);
-      await runUntilSignal(loadConfig(), roles);
+      const overrides = {
+        ...(opts.queues !== undefined && { workerQueues: opts.queues.replace(/\s+/g, "") }),
+        ...(opts.handlers !== undefined && { workerHandlers: opts.handlers }),
+      };
+      await runUntilSignal(resolveConfig(process.env, overrides), roles);
     });
 
   await program.parseAsync(argv);
@@ -140,6 +149,12 @@ async function runUntilSignal(config: Config, roles: string[]): Promise<void> {
       `ready ${running.nodeId} roles=${dispatchRoles.join(",")} metrics_port=${running.metricsPort}`,
     );
     stops.push(() => running.stop());
+  }
+  if (roles.includes("worker")) {
+    const { startWorker } = await import("./worker.js");
+    const worker = await startWorker(config, systemClock, logger);
+    console.log(`ready ${worker.workerId} roles=worker metrics_port=${worker.metricsPort}`);
+    stops.push(() => worker.stop());
   }
   if (roles.includes("api")) {
     const { startApi } = await import("./api.js");

@@ -12,6 +12,7 @@ import { KafkaPublisher } from "../adapters/kafka/kafka-publisher.js";
 import type { Logger } from "../adapters/logging/logger.js";
 import { PromDispatchMetrics } from "../adapters/metrics/dispatch-metrics.js";
 import { PgDispatchStore } from "../adapters/pg/dispatch-store.js";
+import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import { PgLeaseStore } from "../adapters/pg/lease-store.js";
 import { createPgPool } from "../adapters/pg/pool.js";
 import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
@@ -26,6 +27,7 @@ import { Reconciler } from "../app/reconciler.js";
 import type { Config } from "../config/config.js";
 import { DISPATCH_FAMILY, PRELOAD_FAMILY } from "../domain/fair-share.js";
 import type { Clock } from "../ports/clock.js";
+import { uuidv7From } from "./ids.js";
 
 export const DISPATCH_ROLES = ["dispatcher", "preloader", "reconciler"] as const;
 export type DispatchRole = (typeof DISPATCH_ROLES)[number];
@@ -172,7 +174,12 @@ export async function startDispatchRoles(
     );
   }
   if (roles.has("reconciler")) {
-    const reconciler = new Reconciler(store, hotTier, clock, metrics, {
+    const executions = new PgExecutionStore(pool, {
+      rowLevelSecurity: false,
+      random: Math.random,
+      newId: uuidv7From(clock),
+    });
+    const reconciler = new Reconciler(store, executions, hotTier, clock, metrics, {
       dispatchTimeoutMs: config.dispatchTimeoutMs,
       rehydrateAheadMs: config.reconcileAheadMs,
       batchSize: 2000,
@@ -180,7 +187,7 @@ export async function startDispatchRoles(
     const step = async () => {
       if (!leases!.isLeader) return false;
       const report = await reconciler.run();
-      if (report.claimsReturned + report.rearmed + report.rehydrated > 0)
+      if (report.claimsReturned + report.rearmed + report.leasesExpired + report.rehydrated > 0)
         log.info(report, "reconciled");
       return false;
     };

@@ -12,6 +12,8 @@ export interface DispatchMetrics {
   leaseLost(name: string): void;
   leaseReleased(name: string): void;
   rearmed(count: number): void;
+  /** RUNNING tasks whose execution lease expired, failed by the reconciler: retried or dead. */
+  leasesExpired(retried: number, dead: number): void;
   rehydrated(count: number): void;
   claimsReturned(count: number): void;
   preloaded(count: number): void;
@@ -30,6 +32,7 @@ export const noDispatchMetrics: DispatchMetrics = {
   leaseLost: () => undefined,
   leaseReleased: () => undefined,
   rearmed: () => undefined,
+  leasesExpired: () => undefined,
   rehydrated: () => undefined,
   claimsReturned: () => undefined,
   preloaded: () => undefined,

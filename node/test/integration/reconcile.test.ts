@@ -4,9 +4,11 @@
  * nothing; the reconciler repairs each kind of half-done transition, and a
  * second run right after changes nothing (DESIGN.md invariant 8).
  */
+import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PgDispatchStore } from "../../src/adapters/pg/dispatch-store.js";
+import { PgExecutionStore } from "../../src/adapters/pg/execution-store.js";
 import { PgLeaseStore } from "../../src/adapters/pg/lease-store.js";
 import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
 import { RedisDispatchHotTier } from "../../src/adapters/redis/dispatch-hot-tier.js";
@@ -171,6 +173,8 @@ describe("reconciler", () => {
     const lost = await submit(1000);
     const stuck = await submit(1000);
     const claimed = await submit(1000);
+    // zombie: a worker started it and then went silent past its execution lease.
+    const zombie = await submit(1000);
     const clock = new FakeClock(Date.now() + 600_000);
     // lost: Redis forgot it. stuck: armed long ago, never started. claimed: a dispatcher died holding it.
     await redis.zrem(dueKey(config.redisKeyPrefix, lost.shard), lost.id);
@@ -184,8 +188,22 @@ describe("reconciler", () => {
     const batch = await hotTier.claim(claimed.shard, Date.now(), 5000, 30_000, 2000);
     expect(batch.claims.map((c) => c.taskId)).toContain(claimed.id);
     const stuckToken = (await rowOf(stuck.id)).token;
+    await withPg(db.url, (c) =>
+      c.query(
+        `UPDATE tasks SET status = 'RUNNING', attempt = 1, fencing_token = nextval('fencing_token_seq'),
+                lease_owner = 'zombie', lease_expires_at = run_at + interval '30 seconds' WHERE id = $1`,
+        [zombie.id],
+      ),
+    );
+    await redis.zrem(dueKey(config.redisKeyPrefix, zombie.shard), zombie.id);
+    const zombieToken = (await rowOf(zombie.id)).token;
 
-    const reconciler = new Reconciler(store, hotTier, clock, noDispatchMetrics, {
+    const executions = new PgExecutionStore(pool, {
+      rowLevelSecurity: false,
+      random: () => 0.5,
+      newId: randomUUID,
+    });
+    const reconciler = new Reconciler(store, executions, hotTier, clock, noDispatchMetrics, {
       dispatchTimeoutMs: 300_000,
       rehydrateAheadMs: 30_000,
       batchSize: 2,
@@ -193,10 +211,20 @@ describe("reconciler", () => {
     const first = await reconciler.run();
     expect(first.claimsReturned).toBeGreaterThanOrEqual(1);
     expect(first.rearmed).toBeGreaterThanOrEqual(1); // and the task of the fence test
-    expect(first.rehydrated).toBeGreaterThanOrEqual(2); // lost and stuck
+    expect(first.leasesExpired).toBe(1);
+    expect(first.rehydrated).toBeGreaterThanOrEqual(3); // lost, stuck, and zombie's retry
     const stuckRow = await rowOf(stuck.id);
     expect(stuckRow.status).toBe("SCHEDULED");
     expect(BigInt(stuckRow.token)).toBeGreaterThan(BigInt(stuckToken));
+    const zombieRow = await rowOf(zombie.id);
+    expect(zombieRow.status).toBe("SCHEDULED");
+    expect(BigInt(zombieRow.token)).toBeGreaterThan(BigInt(zombieToken));
+    const zombieRef = { tenantId: tenant.id, taskId: zombie.id, fencingToken: zombieToken };
+    expect(await executions.complete(zombieRef, "null", clock.nowMs())).toEqual({ kind: "stale" });
+    // Retried 0.75 s (attempt 1: base 1000, jitter 0.5) after the reconciler saw it expired.
+    expect(await redis.zscore(dueKey(config.redisKeyPrefix, zombie.shard), zombie.id)).toBe(
+      String(clock.nowMs() + 750),
+    );
     for (const task of [lost, stuck, claimed]) {
       expect(await redis.zscore(dueKey(config.redisKeyPrefix, task.shard), task.id)).toBe(
         String(task.runAtMs),
@@ -205,7 +233,7 @@ describe("reconciler", () => {
 
     const [redisBefore, dbBefore] = [await redisState(), await dbState()];
     const second = await reconciler.run();
-    expect(second).toEqual({ claimsReturned: 0, rearmed: 0, rehydrated: 0 });
+    expect(second).toEqual({ claimsReturned: 0, rearmed: 0, leasesExpired: 0, rehydrated: 0 });
     expect(await redisState()).toEqual(redisBefore);
     expect(await dbState()).toEqual(dbBefore);
   });

@@ -54,6 +54,11 @@ export class PromDispatchMetrics implements DispatchMetrics {
     "cf_reconcile_rearmed_total",
     "ARMED tasks nobody started, re-armed",
   );
+  private readonly expired = this.counter(
+    "cf_reconcile_leases_expired_total",
+    "RUNNING tasks whose execution lease expired, failed by the reconciler, by what followed",
+    ["outcome"],
+  );
   private readonly rehydrations = this.counter(
     "cf_reconcile_rehydrated_total",
     "SCHEDULED tasks re-added to Redis",
@@ -103,6 +108,10 @@ export class PromDispatchMetrics implements DispatchMetrics {
   }
   rearmed(count: number): void {
     this.rearms.inc(count);
+  }
+  leasesExpired(retried: number, dead: number): void {
+    this.expired.inc({ outcome: "retrying" }, retried);
+    this.expired.inc({ outcome: "dead" }, dead);
   }
   rehydrated(count: number): void {
     this.rehydrations.inc(count);

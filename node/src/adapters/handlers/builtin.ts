@@ -1,0 +1,123 @@
+/**
+ * The built-in handlers, for tests, demos and the simplest real use:
+ *  - noop:  does nothing, returns null.
+ *  - sleep: {"ms": n} waits n ms (honouring the timeout), returns {"slept_ms": n}.
+ *  - fail:  {"message"?, "code"?, "retryable"? = true, "fail_attempts"?} throws
+ *           while ctx.attempt ≤ fail_attempts (always, if absent); after that
+ *           succeeds with {"attempt": n}. Drives retries and dead letters in tests.
+ *  - http:  {"url", "body"?, "headers"?} POSTs body (JSON; the whole payload
+ *           if no body is given) with Idempotency-Key (the task's key, else its
+ *           id: stable across attempts), X-Chronofence-Fencing-Token,
+ *           X-Chronofence-Task-Id and X-Chronofence-Attempt headers, aborted
+ *           at the task's timeout. 2xx = success ({status, body}); 408, 429,
+ *           5xx and network errors are retryable; other statuses are not.
+ */
+
+import type { Handler, HandlerRegistry } from "../../app/worker/handler.js";
+import { PermanentError } from "../../domain/execution-error.js";
+
+const MAX_BODY_CHARS = 64 * 1024;
+
+export function registerBuiltins(registry: HandlerRegistry): HandlerRegistry {
+  return registry
+    .register("noop", noop)
+    .register("sleep", sleepHandler)
+    .register("fail", failHandler)
+    .register("http", httpHandler);
+}
+
+const noop: Handler = async () => null;
+
+const sleepHandler: Handler = async (payload, ctx) => {
+  const ms = numberField(payload, "ms");
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    ctx.signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        reject(ctx.signal.reason);
+      },
+      { once: true },
+    );
+  });
+  return { slept_ms: ms };
+};
+
+const failHandler: Handler = async (payload, ctx) => {
+  const p = (isObject(payload) ? payload : {}) as Record<string, unknown>;
+  const failAttempts = typeof p.fail_attempts === "number" ? p.fail_attempts : Infinity;
+  if (ctx.attempt > failAttempts) return { attempt: ctx.attempt };
+  const message =
+    typeof p.message === "string" ? p.message : `fail handler, attempt ${ctx.attempt}`;
+  const code = typeof p.code === "string" ? p.code : undefined;
+  if (p.retryable === false) throw new PermanentError(message, code === undefined ? {} : { code });
+  throw Object.assign(new Error(message), code === undefined ? {} : { code });
+};
+
+const httpHandler: Handler = async (payload, ctx) => {
+  if (!isObject(payload) || typeof payload.url !== "string") {
+    throw new PermanentError('http handler: the payload needs a "url" string', {
+      code: "bad_payload",
+    });
+  }
+  let url: URL;
+  try {
+    url = new URL(payload.url);
+  } catch {
+    throw new PermanentError(`http handler: not a URL: ${payload.url}`, { code: "bad_payload" });
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new PermanentError("http handler: only http and https URLs", { code: "bad_payload" });
+  }
+  const extra = isObject(payload.headers) ? (payload.headers as Record<string, unknown>) : {};
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(extra)) {
+    if (typeof value === "string") headers[name] = value;
+  }
+  Object.assign(headers, {
+    "content-type": "application/json",
+    "idempotency-key": ctx.idempotencyKey ?? ctx.taskId,
+    "x-chronofence-fencing-token": ctx.fencingToken,
+    "x-chronofence-task-id": ctx.taskId,
+    "x-chronofence-attempt": String(ctx.attempt),
+  });
+  const body = JSON.stringify("body" in payload ? payload.body : payload);
+  const response = await fetch(url, { method: "POST", headers, body, signal: ctx.signal }).catch(
+    (error: unknown) => {
+      if (ctx.signal.aborted) throw ctx.signal.reason;
+      throw Object.assign(new Error(`http handler: ${(error as Error).message}`), {
+        code: "network_error",
+        cause: error,
+      });
+    },
+  );
+  const text = (await response.text()).slice(0, MAX_BODY_CHARS);
+  if (response.ok) return { status: response.status, body: jsonOrText(text) };
+  const retryable = response.status >= 500 || response.status === 408 || response.status === 429;
+  throw Object.assign(new Error(`http handler: ${url.host} answered ${response.status}`), {
+    code: `http_${response.status}`,
+    retryable,
+  });
+};
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+function numberField(payload: unknown, name: string): number {
+  const value = isObject(payload) ? payload[name] : undefined;
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw new PermanentError(`the payload needs a non-negative number "${name}"`, {
+      code: "bad_payload",
+    });
+  }
+  return value;
+}
+
+function jsonOrText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

@@ -1,0 +1,315 @@
+/**
+ * Runs one envelope through the fenced execution protocol (DESIGN.md
+ * section 4, step 4):
+ *
+ *   start (fenced ARMED → RUNNING; 0 rows ⇒ stale: skip, count)
+ *     → handler(payload, ctx), with the execution lease renewed every
+ *       heartbeatMs and ctx.signal aborted at timeout_ms
+ *     → complete(result) | fail(error)  (fenced; stale ⇒ count, change nothing)
+ *
+ * `execute` resolves once the outcome is durable in Postgres (or there was
+ * nothing to do): only then may the caller commit the message's offset.
+ * While Postgres is unreachable it keeps retrying the same call; a worker
+ * that stops in the middle answers "abandoned" and the offset stays
+ * uncommitted (the message comes back, or the reconciler fails the attempt
+ * once its lease expires).
+ */
+
+import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
+import {
+  classifyFailure,
+  type FailureInfo,
+  PermanentError,
+  timeoutFailure,
+  unknownTypeFailure,
+} from "../../domain/execution-error.js";
+import type { InboundEnvelope } from "../../domain/inbound-envelope.js";
+import type { Clock } from "../../ports/clock.js";
+import type {
+  CompleteOutcome,
+  ExecutionRef,
+  ExecutionStore,
+  StartedExecution,
+} from "../../ports/execution-store.js";
+import type { DueEntry } from "../../ports/hot-tier.js";
+import type { WorkerMetrics } from "../../ports/worker-metrics.js";
+import type { HandlerRegistry } from "./handler.js";
+
+export interface ExecutorDeps {
+  store: ExecutionStore;
+  handlers: HandlerRegistry;
+  clock: Clock;
+  metrics: WorkerMetrics;
+  /** Puts a retry due soon straight into the hot tier (best effort: the pre-loader also would). */
+  addDue: (entries: DueEntry[]) => Promise<void>;
+  onError: (error: unknown, what: string) => void;
+}
+
+export interface ExecutorOptions {
+  workerId: string;
+  leaseMs: number;
+  heartbeatMs: number;
+  /** Retries due within this go to the hot tier at once. */
+  hotWindowMs: number;
+  /** First wait before asking Postgres again; doubles up to 2 s. */
+  dependencyRetryMs: number;
+  maxResultBytes: number;
+}
+
+/**
+ * What happened to one envelope. "abandoned": the worker stopped before the
+ * outcome was durable (do not commit the offset). "unrecorded": Postgres
+ * refused a call for good (a bug, logged); committing is right, the
+ * reconciler recovers the task.
+ */
+export type ExecutionReport =
+  | "completed"
+  | "retrying"
+  | "dead"
+  | "stale"
+  | "lost_lease"
+  | "abandoned"
+  | "unrecorded";
+
+class Abandoned extends Error {}
+class Unrecorded extends Error {}
+
+export class Executor {
+  private readonly stopping = new AbortController();
+
+  constructor(
+    private readonly deps: ExecutorDeps,
+    private readonly options: ExecutorOptions,
+  ) {}
+
+  /** From now on, waits for Postgres give up and running handlers see their signal abort. */
+  stop(): void {
+    this.stopping.abort(new Error("worker stopping"));
+  }
+
+  async execute(envelope: InboundEnvelope, queue: string): Promise<ExecutionReport> {
+    const ref: ExecutionRef = {
+      tenantId: envelope.tenantId,
+      taskId: envelope.taskId,
+      fencingToken: envelope.fencingToken,
+      runAtMs: envelope.runAtMs,
+    };
+    try {
+      const nowMs = this.deps.clock.nowMs();
+      const start = await this.durably("start", () =>
+        this.deps.store.start(ref, this.options.workerId, this.options.leaseMs, nowMs),
+      );
+      if (start.kind !== "started") {
+        this.deps.metrics.staleToken("start");
+        this.deps.metrics.outcome(envelope.type, "stale");
+        return "stale";
+      }
+      this.deps.metrics.started(queue, nowMs - start.execution.runAtMs);
+      this.deps.metrics.inFlight(envelope.tenantId, 1);
+      try {
+        return await this.runStarted(envelope, ref, start.execution);
+      } finally {
+        this.deps.metrics.inFlight(envelope.tenantId, -1);
+      }
+    } catch (error) {
+      if (error instanceof Abandoned) return "abandoned";
+      if (error instanceof Unrecorded) return "unrecorded";
+      throw error;
+    }
+  }
+
+  private async runStarted(
+    envelope: InboundEnvelope,
+    ref: ExecutionRef,
+    execution: StartedExecution,
+  ): Promise<ExecutionReport> {
+    const run = await this.runHandler(envelope, ref, execution);
+    if (run.kind === "lost_lease") {
+      this.deps.metrics.staleToken("heartbeat");
+      this.deps.metrics.outcome(envelope.type, "lost_lease");
+      return "lost_lease";
+    }
+    if (this.stopping.signal.aborted && run.kind === "failed" && run.byStop) {
+      throw new Abandoned(); // not the task's fault: leave it to the lease
+    }
+    const nowMs = this.deps.clock.nowMs();
+    let failure: FailureInfo;
+    if (run.kind === "succeeded") {
+      const done: CompleteOutcome | Error = await this.durably("complete", () =>
+        this.deps.store.complete(ref, run.resultJson, nowMs),
+      ).catch((error: Error) => error);
+      if (!(done instanceof Error)) {
+        if (done.kind !== "completed") return this.stale(envelope.type, "complete");
+        this.deps.metrics.outcome(envelope.type, "completed");
+        return "completed";
+      }
+      if (!(done instanceof Unrecorded && isRefusedValue(done.cause))) throw done;
+      failure = {
+        message: "Postgres refused the handler's result",
+        code: "result_refused",
+        retryable: false,
+      };
+    } else {
+      failure = run.failure;
+    }
+    const failed = await this.durably("fail", () => this.deps.store.fail(ref, failure, nowMs));
+    if (failed.kind === "retrying") {
+      this.deps.metrics.retried(envelope.type);
+      this.deps.metrics.outcome(envelope.type, "retrying");
+      if (failed.nextRunAtMs - nowMs <= this.options.hotWindowMs) {
+        const entry = {
+          tenantId: failed.tenantId,
+          taskId: failed.taskId,
+          runAtMs: failed.nextRunAtMs,
+        };
+        await this.deps
+          .addDue([entry])
+          .catch((error: unknown) => this.deps.onError(error, "add retry to hot tier"));
+      }
+      return "retrying";
+    }
+    if (failed.kind === "dead") {
+      this.deps.metrics.deadLettered(envelope.type);
+      this.deps.metrics.outcome(envelope.type, "dead");
+      return "dead";
+    }
+    return this.stale(envelope.type, "fail");
+  }
+
+  private stale(type: string, at: "complete" | "fail"): ExecutionReport {
+    this.deps.metrics.staleToken(at);
+    this.deps.metrics.outcome(type, "stale");
+    return "stale";
+  }
+
+  /** Runs the handler under its timeout and the lease heartbeat. Never throws. */
+  private async runHandler(
+    envelope: InboundEnvelope,
+    ref: ExecutionRef,
+    execution: StartedExecution,
+  ): Promise<
+    | { kind: "succeeded"; resultJson: string }
+    | { kind: "failed"; failure: FailureInfo; byStop: boolean }
+    | { kind: "lost_lease" }
+  > {
+    const handler = this.deps.handlers.get(envelope.type);
+    if (!handler)
+      return { kind: "failed", failure: unknownTypeFailure(envelope.type), byStop: false };
+    const controller = new AbortController();
+    let why: "timeout" | "lost_lease" | "stop" | null = null;
+    const abort = (reason: "timeout" | "lost_lease" | "stop") => {
+      why ??= reason;
+      controller.abort(new Error(reason));
+    };
+    const timeout = setTimeout(() => abort("timeout"), execution.timeoutMs);
+    const onStop = () => abort("stop");
+    this.stopping.signal.addEventListener("abort", onStop, { once: true });
+    const heartbeat = setInterval(() => {
+      const nowMs = this.deps.clock.nowMs();
+      this.deps.store.heartbeat(ref, this.options.workerId, this.options.leaseMs, nowMs).then(
+        (answer) => {
+          if (answer.kind !== "extended") abort("lost_lease");
+        },
+        (error: unknown) => this.deps.onError(error, "heartbeat"), // the next beat tries again
+      );
+    }, this.options.heartbeatMs);
+    const startedMs = this.deps.clock.monotonicMs();
+    try {
+      const aborted = new Promise<never>((_, reject) =>
+        controller.signal.addEventListener("abort", () => reject(controller.signal.reason), {
+          once: true,
+        }),
+      );
+      const result = await Promise.race([
+        handler(envelope.payload, {
+          taskId: envelope.taskId,
+          tenantId: envelope.tenantId,
+          type: envelope.type,
+          attempt: execution.attempt,
+          maxAttempts: execution.maxAttempts,
+          fencingToken: envelope.fencingToken,
+          idempotencyKey: envelope.idempotencyKey,
+          runAtMs: execution.runAtMs,
+          timeoutMs: execution.timeoutMs,
+          parentResults: null,
+          signal: controller.signal,
+        }),
+        aborted,
+      ]);
+      if (why === "lost_lease") return { kind: "lost_lease" };
+      return { kind: "succeeded", resultJson: this.resultJsonOf(result) };
+    } catch (error) {
+      if (why === "lost_lease") return { kind: "lost_lease" };
+      if (why === "timeout") {
+        return { kind: "failed", failure: timeoutFailure(execution.timeoutMs), byStop: false };
+      }
+      return { kind: "failed", failure: classifyFailure(error), byStop: why === "stop" };
+    } finally {
+      clearTimeout(timeout);
+      clearInterval(heartbeat);
+      this.stopping.signal.removeEventListener("abort", onStop);
+      this.deps.metrics.ran(envelope.type, this.deps.clock.monotonicMs() - startedMs);
+    }
+  }
+
+  private resultJsonOf(result: unknown): string {
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(result === undefined ? null : result);
+    } catch (error) {
+      throw new PermanentError("the handler's result is not JSON", {
+        cause: error,
+        code: "result_not_json",
+      });
+    }
+    if (json === undefined) return "null"; // a function or symbol: no result
+    if (Buffer.byteLength(json) > this.options.maxResultBytes) {
+      throw new PermanentError(
+        `the handler's result is larger than ${this.options.maxResultBytes} bytes`,
+        { code: "result_too_large" },
+      );
+    }
+    return json;
+  }
+
+  /**
+   * Repeats a store call while Postgres is unavailable; gives up only when
+   * the worker stops (Abandoned). A permanent error ends the message
+   * (Unrecorded): the reconciler recovers the task (re-arm or lease expiry).
+   */
+  private async durably<T>(what: string, call: () => Promise<T>): Promise<T> {
+    let waitMs = this.options.dependencyRetryMs;
+    for (;;) {
+      try {
+        return await call();
+      } catch (error) {
+        const transient = error instanceof ChronofenceError && error.code === ErrorCode.Unavailable;
+        if (!transient) {
+          if (!isRefusedValue(error)) this.deps.onError(error, what);
+          throw new Unrecorded(what, { cause: error });
+        }
+        this.deps.metrics.dependencyRetry(`postgres_${what}`);
+        if (this.stopping.signal.aborted) throw new Abandoned();
+        await sleep(waitMs, this.stopping.signal);
+        waitMs = Math.min(waitMs * 2, 2000);
+      }
+    }
+  }
+}
+
+/** Postgres refused a value the call carried (e.g. a NUL character in a jsonb result). */
+const isRefusedValue = (error: unknown): boolean =>
+  error instanceof ChronofenceError && error.code === ErrorCode.Unprocessable;
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });

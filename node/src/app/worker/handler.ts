@@ -1,0 +1,46 @@
+/**
+ * What a task handler is: `type` → async (payload, ctx) → result (any JSON).
+ * A handler that throws fails the attempt (retryable unless it throws a
+ * PermanentError or an error with `retryable: false`); one that does not
+ * settle within the task's timeout_ms fails it with code "timeout" — its
+ * `ctx.signal` aborts then, and a handler should stop its work when it does.
+ */
+export interface HandlerContext {
+  taskId: string;
+  tenantId: string;
+  type: string;
+  /** 1 for the first run. */
+  attempt: number;
+  maxAttempts: number;
+  /** Send it with any side effect so the receiver can refuse a stale attempt. */
+  fencingToken: string;
+  idempotencyKey: string | null;
+  runAtMs: number;
+  timeoutMs: number;
+  /** Results of a workflow node's parents by node name; null outside workflows (not yet wired). */
+  parentResults: Readonly<Record<string, unknown>> | null;
+  /** Aborts at timeout_ms, when the execution lease is lost, or when the worker stops. */
+  signal: AbortSignal;
+}
+
+export type Handler = (payload: unknown, ctx: HandlerContext) => Promise<unknown>;
+
+/** Handlers by task type. */
+export class HandlerRegistry {
+  private readonly handlers = new Map<string, Handler>();
+
+  register(type: string, handler: Handler): this {
+    if (this.handlers.has(type))
+      throw new Error(`a handler for ${JSON.stringify(type)} is already registered`);
+    this.handlers.set(type, handler);
+    return this;
+  }
+
+  get(type: string): Handler | undefined {
+    return this.handlers.get(type);
+  }
+
+  types(): string[] {
+    return [...this.handlers.keys()].sort();
+  }
+}

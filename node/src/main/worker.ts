@@ -1,0 +1,193 @@
+/**
+ * Composition root of the worker role: one Kafka consumer group, Postgres
+ * pool, concurrency limiter and executor per queue (critical, standard,
+ * bulk, overdue), so that no queue's backlog can take another's fetches,
+ * connections or slots; one handler registry, piscina pool, Redis
+ * connection (retries due soon go straight to the hot tier) and /metrics.
+ *
+ * The overdue queue: envelopes published later than their tenant's grace.
+ * They still run — a user who scheduled a task expects it to happen, late
+ * rather than never (Temporal and BullMQ run late work too) — but on their
+ * own consumer and budget, so a backlog of late tasks does not make on-time
+ * critical tasks late as well. Leave `overdue` out of --queues on workers
+ * that must serve only on-time work.
+ */
+
+import { registerBuiltins } from "../adapters/handlers/builtin.js";
+import { CPU_BUILTINS_FILE, CpuPool } from "../adapters/handlers/cpu-pool.js";
+import { registerUserModule } from "../adapters/handlers/user-module.js";
+import { startMetricsServer } from "../adapters/http/metrics-server.js";
+import { KafkaPublisher } from "../adapters/kafka/kafka-publisher.js";
+import { KafkaTaskConsumer } from "../adapters/kafka/kafka-task-consumer.js";
+import type { Logger } from "../adapters/logging/logger.js";
+import { PromWorkerMetrics } from "../adapters/metrics/worker-metrics.js";
+import { PgExecutionStore } from "../adapters/pg/execution-store.js";
+import { createPgPool, type PgPool } from "../adapters/pg/pool.js";
+import { createRedis, RedisHotTier } from "../adapters/redis/hot-tier.js";
+import { Executor } from "../app/worker/executor.js";
+import { HandlerRegistry } from "../app/worker/handler.js";
+import { QueueLimiter } from "../app/worker/limiter.js";
+import type { Config } from "../config/config.js";
+import type { TopicKind } from "../domain/envelope.js";
+import { parseEnvelope } from "../domain/inbound-envelope.js";
+import type { Clock } from "../ports/clock.js";
+import { defaultNodeId } from "./dispatch.js";
+import { uuidv7From } from "./ids.js";
+
+export interface RunningWorker {
+  workerId: string;
+  metricsPort: number;
+  /** Stops fetching, lets running tasks finish (up to CF_DRAIN_TIMEOUT_MS), commits their offsets. */
+  stop(): Promise<void>;
+}
+
+export interface WorkerExtras {
+  /** Registers more handlers (tests, embedding applications) after the built-ins and the module. */
+  register?: (registry: HandlerRegistry) => void;
+}
+
+export const queuesOf = (config: Config): TopicKind[] =>
+  [...new Set(config.workerQueues.split(","))] as TopicKind[];
+
+export async function startWorker(
+  config: Config,
+  clock: Clock,
+  logger: Logger,
+  extras: WorkerExtras = {},
+): Promise<RunningWorker> {
+  const workerId = config.nodeId ?? defaultNodeId();
+  const log = logger.child({ worker: workerId });
+  const onError = (error: unknown, what: string) => log.warn({ err: error }, `${what} failed`);
+  const metrics = new PromWorkerMetrics({ defaultMetrics: true });
+
+  const cpuPool = new CpuPool(config.workerCpuThreads);
+  const registry = registerBuiltins(new HandlerRegistry());
+  registry.register("spin", cpuPool.handler(CPU_BUILTINS_FILE, "spin"));
+  if (config.workerHandlers !== "") {
+    const types = await registerUserModule(config.workerHandlers, registry, cpuPool);
+    log.info({ module: config.workerHandlers, types }, "user handlers registered");
+  }
+  extras.register?.(registry);
+
+  const brokers = config.kafkaBrokers.split(",");
+  const topics = new KafkaPublisher({
+    brokers,
+    clientId: `chronofence-${workerId}-admin`,
+    topicPrefix: config.topicPrefix,
+    partitions: config.kafkaPartitions,
+    replicationFactor: config.kafkaReplicationFactor,
+    onError: (error) => onError(error, "kafka admin"),
+  });
+  await topics.ensureTopics();
+  await topics.close();
+
+  const redis = createRedis({
+    url: config.redisUrl,
+    keyPrefix: config.redisKeyPrefix,
+    commandTimeoutMs: config.redisCommandTimeoutMs,
+    connectTimeoutMs: config.pgConnectTimeoutMs,
+    onError: (error) => onError(error, "redis"),
+  });
+  await redis.connect().catch((error: unknown) => onError(error, "redis connect"));
+  const hotTier = new RedisHotTier(redis, config.redisKeyPrefix);
+
+  const pools: PgPool[] = [];
+  const executors: Executor[] = [];
+  const consumers: KafkaTaskConsumer[] = [];
+  const newId = uuidv7From(clock);
+  for (const queue of queuesOf(config)) {
+    const pool = createPgPool({
+      connectionString: config.databaseUrl,
+      maxConnections: config.workerPgPoolSize,
+      statementTimeoutMs: config.pgStatementTimeoutMs,
+      connectTimeoutMs: config.pgConnectTimeoutMs,
+      role: null,
+      applicationName: `chronofence-worker-${queue}`,
+      onError: (error) => onError(error, "postgres connection"),
+    });
+    pools.push(pool);
+    const store = new PgExecutionStore(pool, {
+      rowLevelSecurity: false,
+      random: Math.random,
+      newId,
+    });
+    const executor = new Executor(
+      { store, handlers: registry, clock, metrics, addDue: (e) => hotTier.addDue(e), onError },
+      {
+        workerId,
+        leaseMs: config.workerLeaseMs,
+        heartbeatMs: config.workerHeartbeatMs,
+        hotWindowMs: config.hotWindowMs,
+        dependencyRetryMs: 100,
+        maxResultBytes: config.workerMaxResultBytes,
+      },
+    );
+    executors.push(executor);
+    const limiter = new QueueLimiter(concurrencyOf(config, queue), config.workerTenantConcurrency);
+    const consumer = new KafkaTaskConsumer({
+      brokers,
+      clientId: `chronofence-${workerId}-${queue}`,
+      topicPrefix: config.topicPrefix,
+      kind: queue,
+      partitionsConcurrently: config.kafkaPartitions,
+      sessionTimeoutMs: config.workerSessionTimeoutMs,
+      onError: (error) => onError(error, `kafka consumer ${queue}`),
+    });
+    consumers.push(consumer);
+    await consumer.start(async (value) => {
+      const parsed = parseEnvelope(value?.toString("utf8") ?? "");
+      if (!parsed.ok) {
+        metrics.malformed(queue);
+        log.warn({ queue, reason: parsed.reason }, "skipped a message that is not an envelope");
+        return true;
+      }
+      const { envelope } = parsed;
+      try {
+        const report = await limiter.run(envelope.tenantId, () =>
+          executor.execute(envelope, queue),
+        );
+        return report !== "abandoned";
+      } catch (error) {
+        // A bug, not a dependency: log it and move on; the reconciler recovers the task.
+        onError(error, `execute ${envelope.taskId}`);
+        return true;
+      }
+    });
+  }
+
+  const server = await startMetricsServer(metrics, config.host, config.workerMetricsPort);
+  log.info(
+    { queues: queuesOf(config), types: registry.types(), metricsPort: server.port },
+    "worker running",
+  );
+
+  return {
+    workerId,
+    metricsPort: server.port,
+    async stop() {
+      const drained = Promise.allSettled(consumers.map((c) => c.stop()));
+      const timer = setTimeout(() => {
+        for (const executor of executors) executor.stop();
+      }, config.drainTimeoutMs);
+      await drained;
+      clearTimeout(timer);
+      for (const executor of executors) executor.stop();
+      await Promise.allSettled([server.close(), cpuPool.close(), ...pools.map((p) => p.end())]);
+      redis.disconnect();
+      log.info("worker stopped");
+    },
+  };
+}
+
+function concurrencyOf(config: Config, queue: TopicKind): number {
+  switch (queue) {
+    case "critical":
+      return config.workerConcurrencyCritical;
+    case "standard":
+      return config.workerConcurrencyStandard;
+    case "bulk":
+      return config.workerConcurrencyBulk;
+    case "overdue":
+      return config.workerConcurrencyOverdue;
+  }
+}
