@@ -38,6 +38,7 @@ import type { ChildProcess } from "node:child_process";
 import os from "node:os";
 import { parseArgs } from "node:util";
 import pg from "pg";
+import { TOPICS } from "../node/src/domain/envelope.js";
 import { type PeerReport, runBullmqPeer } from "./peers/bullmq.js";
 import {
   type Arrival,
@@ -90,7 +91,8 @@ const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const BROKERS = (process.env.KAFKA_BROKERS ?? "127.0.0.1:9092").split(",");
 const REDIS_PREFIX = "cf-bench-e2e";
 const TOPIC_PREFIX = `bench-e2e-${Date.now()}.`;
-const WORKER_GROUP = `${TOPIC_PREFIX}workers`;
+/** The worker role's consumer groups (adapters/kafka/kafka-task-consumer.ts), deleted after the run. */
+const WORKER_GROUPS = TOPICS.map((kind) => `${TOPIC_PREFIX}chronofence-workers.${kind}`);
 const log = (line: string) => {
   if (!args.json) console.log(line);
 };
@@ -102,8 +104,8 @@ const child = (roles: string, env: Record<string, string> = {}): ChildProcess =>
     KAFKA_BROKERS: BROKERS.join(","),
     CF_REDIS_PREFIX: REDIS_PREFIX,
     CF_TOPIC_PREFIX: TOPIC_PREFIX,
-    CF_WORKER_GROUP: WORKER_GROUP,
     CF_METRICS_PORT: "0",
+    CF_WORKER_METRICS_PORT: "0",
     ...env,
   });
 
@@ -258,7 +260,7 @@ async function runChronofence() {
     );
     let fencedRejections = 0;
     for (const w of roles.workers)
-      fencedRejections += await counterOf(w.metricsPort, "cf_worker_stale_total");
+      fencedRejections += await counterOf(w.metricsPort, "cf_worker_stale_token_total");
     return {
       offered: load.offered,
       accepted: accepted.size,
@@ -285,7 +287,7 @@ async function runChronofence() {
   } finally {
     await stopChildren(children);
     await db.end();
-    await deleteKafkaRun(BROKERS, TOPIC_PREFIX, [`${TOPIC_PREFIX}bench`, WORKER_GROUP]);
+    await deleteKafkaRun(BROKERS, TOPIC_PREFIX, [`${TOPIC_PREFIX}bench`, ...WORKER_GROUPS]);
     await deleteBenchKeys(REDIS_PREFIX);
   }
 }
