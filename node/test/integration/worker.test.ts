@@ -1,0 +1,292 @@
+/**
+ * The whole pipeline in-process on the real Postgres, Redis and Kafka: API →
+ * dispatch roles → worker. Each task runs once, at or after its run_at, for
+ * every priority; failures retry with backoff and then succeed, or end DEAD
+ * with a dead letter (exhausted or non-retryable); a replayed dead task runs
+ * again; the http handler POSTs with its fencing headers and times out.
+ */
+
+import { randomUUID } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { systemClock } from "../../src/adapters/clock/system-clock.js";
+import { PgExecutionStore } from "../../src/adapters/pg/execution-store.js";
+import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
+import type { Config } from "../../src/config/config.js";
+import { type RunningRoles, startDispatchRoles } from "../../src/main/dispatch.js";
+import { type RunningWorker, startWorker } from "../../src/main/worker.js";
+import { type ApiFixture, call, startApiFixture, type TestTenant } from "./support/api.js";
+import { newTopicPrefix, requireKafka } from "./support/kafka.js";
+import { withPg } from "./support/services.js";
+
+let fixture: ApiFixture;
+let config: Config;
+let tenant: TestTenant;
+let roles: RunningRoles;
+let worker: RunningWorker;
+let pool: PgPool;
+/** Every call of the `count` handler: task id → attempts seen. */
+const runs = new Map<string, number[]>();
+
+beforeAll(async () => {
+  await requireKafka();
+  fixture = await startApiFixture({
+    topicPrefix: newTopicPrefix("worker"),
+    metricsPort: 0,
+    workerMetricsPort: 0,
+    kafkaPartitions: 2,
+    leaseTtlMs: 3000,
+    leaseHeartbeatMs: 300,
+    leaseSafetyMarginMs: 500,
+    claimIntervalMs: 50,
+    claimLookaheadMs: 1000,
+    preloadIntervalMs: 500,
+    reconcileIntervalMs: 500,
+    workerLeaseMs: 3000,
+    workerHeartbeatMs: 500,
+    workerSessionTimeoutMs: 6000,
+  });
+  ({ config, tenant } = fixture);
+  const logger = pino({ level: process.env.CF_TEST_LOG_LEVEL ?? "silent" });
+  roles = await startDispatchRoles(
+    config,
+    systemClock,
+    logger,
+    new Set(["dispatcher", "preloader", "reconciler"]),
+  );
+  worker = await startWorker(config, systemClock, logger, {
+    register: (registry) =>
+      registry.register("count", async (_payload, ctx) => {
+        runs.set(ctx.taskId, [...(runs.get(ctx.taskId) ?? []), ctx.attempt]);
+        return { attempt: ctx.attempt };
+      }),
+  });
+  pool = createPgPool({
+    connectionString: fixture.db.url,
+    maxConnections: 2,
+    statementTimeoutMs: 5000,
+    connectTimeoutMs: 2000,
+    role: null,
+    applicationName: "worker-test",
+    onError: () => undefined,
+  });
+});
+
+afterAll(async () => {
+  await worker?.stop();
+  await roles?.stop();
+  await pool?.end();
+  await fixture?.stop();
+});
+
+async function submit(body: Record<string, unknown>): Promise<{ id: string; runAtMs: number }> {
+  const answer = await call(fixture.api.baseUrl, "POST", "/v1/tasks", {
+    key: tenant.apiKey,
+    body,
+  });
+  expect(answer.status).toBe(201);
+  return { id: answer.body.id, runAtMs: Date.parse(answer.body.run_at) };
+}
+
+interface Row {
+  status: string;
+  attempt: number;
+  result: unknown;
+  last_error: { code?: string; message: string } | null;
+  started_ms: number;
+  run_at_ms: number;
+}
+
+const rowOf = (id: string): Promise<Row> =>
+  withPg(
+    fixture.db.url,
+    async (c) =>
+      (
+        await c.query(
+          `SELECT status, attempt, result, last_error,
+                  (extract(epoch FROM started_at) * 1000)::float8 AS started_ms,
+                  (extract(epoch FROM run_at) * 1000)::float8 AS run_at_ms
+             FROM tasks WHERE id = $1`,
+          [id],
+        )
+      ).rows[0],
+  );
+
+const settled = (id: string, timeoutMs = 20_000) =>
+  expect
+    .poll(async () => (await rowOf(id)).status, { timeout: timeoutMs, interval: 100 })
+    .toMatch(/^(COMPLETED|DEAD)$/);
+
+const deadLetters = (id: string) =>
+  withPg(
+    fixture.db.url,
+    async (c) =>
+      (
+        await c.query(
+          "SELECT reason, attempt, error FROM dead_letters WHERE task_id = $1 ORDER BY dead_at",
+          [id],
+        )
+      ).rows,
+  );
+
+describe("worker", () => {
+  it("runs each task once, not before its run_at, for every priority", async () => {
+    const tasks = await Promise.all(
+      (["critical", "standard", "bulk"] as const).flatMap((priority, p) =>
+        [0, 1, 2].map((i) =>
+          submit({ type: "count", priority, delay_ms: 1000 + p * 100 + i * 37 }),
+        ),
+      ),
+    );
+    for (const task of tasks) await settled(task.id);
+    for (const task of tasks) {
+      const row = await rowOf(task.id);
+      expect(row).toMatchObject({ status: "COMPLETED", attempt: 1, result: { attempt: 1 } });
+      expect(row.started_ms).toBeGreaterThanOrEqual(task.runAtMs);
+      expect(runs.get(task.id)).toEqual([1]);
+    }
+  });
+
+  it("retries with backoff, then succeeds", async () => {
+    const task = await submit({
+      type: "fail",
+      payload: { fail_attempts: 2, message: "flaky" },
+      max_attempts: 5,
+      backoff: { base_ms: 200, max_ms: 1000 },
+    });
+    await settled(task.id);
+    const row = await rowOf(task.id);
+    expect(row).toMatchObject({ status: "COMPLETED", attempt: 3, result: { attempt: 3 } });
+    expect(row.last_error).toMatchObject({ message: "flaky", retryable: true });
+    // The third run_at is at least the two backoffs (≥ 100 ms, then ≥ 200 ms) after the first.
+    expect(row.run_at_ms - task.runAtMs).toBeGreaterThanOrEqual(300);
+    expect(await deadLetters(task.id)).toEqual([]);
+  });
+
+  it("dead-letters a task whose attempts are exhausted", async () => {
+    const task = await submit({
+      type: "fail",
+      payload: { message: "always", code: "E_ALWAYS" },
+      max_attempts: 2,
+      backoff: { base_ms: 100, max_ms: 100 },
+    });
+    await settled(task.id);
+    expect(await rowOf(task.id)).toMatchObject({ status: "DEAD", attempt: 2 });
+    expect(await deadLetters(task.id)).toMatchObject([
+      { reason: "exhausted", attempt: 2, error: { message: "always", code: "E_ALWAYS" } },
+    ]);
+  });
+
+  it("dead-letters a non-retryable failure at once", async () => {
+    const task = await submit({
+      type: "fail",
+      payload: { retryable: false, message: "bad input" },
+      max_attempts: 5,
+    });
+    await settled(task.id);
+    expect(await rowOf(task.id)).toMatchObject({ status: "DEAD", attempt: 1 });
+    expect(await deadLetters(task.id)).toMatchObject([
+      { reason: "non_retryable", attempt: 1, error: { retryable: false } },
+    ]);
+  });
+
+  it("an unknown type is dead-lettered, not retried", async () => {
+    const task = await submit({ type: "no.such.handler", max_attempts: 3 });
+    await settled(task.id);
+    expect(await deadLetters(task.id)).toMatchObject([
+      { reason: "non_retryable", error: { code: "unknown_type" } },
+    ]);
+  });
+
+  it("a replayed dead task runs again, as a new attempt", async () => {
+    const task = await submit({
+      type: "fail",
+      payload: { fail_attempts: 1 },
+      max_attempts: 1,
+    });
+    await settled(task.id);
+    expect((await rowOf(task.id)).status).toBe("DEAD");
+    const store = new PgExecutionStore(pool, {
+      rowLevelSecurity: false,
+      random: Math.random,
+      newId: randomUUID,
+    });
+    const replayed = await store.replay(tenant.id, task.id, null, Date.now());
+    expect(replayed.kind).toBe("replayed");
+    // Nobody adds it to Redis here: the pre-loader finds it.
+    await expect
+      .poll(async () => (await rowOf(task.id)).status, { timeout: 20_000, interval: 100 })
+      .toBe("COMPLETED");
+    expect(await rowOf(task.id)).toMatchObject({ attempt: 2, result: { attempt: 2 } });
+  });
+});
+
+describe("http handler", () => {
+  let server: http.Server;
+  let url: string;
+  const seen: Array<{ headers: http.IncomingHttpHeaders; body: string }> = [];
+
+  beforeAll(async () => {
+    server = http.createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk) => {
+        body += chunk;
+      });
+      request.on("end", () => {
+        seen.push({ headers: request.headers, body });
+        if (request.url === "/slow") setTimeout(() => response.end("{}"), 3000);
+        else if (request.url === "/refuse") response.writeHead(400).end("no");
+        else response.writeHead(200, { "content-type": "application/json" }).end('{"ok":1}');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it("POSTs the body with the idempotency key and fencing token; 2xx completes", async () => {
+    const task = await submit({
+      type: "http",
+      payload: { url: `${url}/ok`, body: { hello: "world" } },
+      idempotency_key: `hook-${randomUUID()}`,
+    });
+    await settled(task.id);
+    expect(await rowOf(task.id)).toMatchObject({
+      status: "COMPLETED",
+      result: { status: 200, body: { ok: 1 } },
+    });
+    const request = seen.find((s) => s.headers["x-chronofence-task-id"] === task.id)!;
+    expect(JSON.parse(request.body)).toEqual({ hello: "world" });
+    expect(request.headers["idempotency-key"]).toMatch(/^hook-/);
+    expect(request.headers["x-chronofence-fencing-token"]).toMatch(/^\d+$/);
+    expect(request.headers["x-chronofence-attempt"]).toBe("1");
+  });
+
+  it("a 4xx is not retried; a response slower than timeout_ms fails the attempt as a timeout", async () => {
+    const refused = await submit({
+      type: "http",
+      payload: { url: `${url}/refuse` },
+      max_attempts: 3,
+    });
+    const slow = await submit({
+      type: "http",
+      payload: { url: `${url}/slow` },
+      timeout_ms: 300,
+      max_attempts: 1,
+    });
+    await settled(refused.id);
+    await settled(slow.id);
+    expect(await deadLetters(refused.id)).toMatchObject([
+      { reason: "non_retryable", attempt: 1, error: { code: "http_400" } },
+    ]);
+    expect(await deadLetters(slow.id)).toMatchObject([
+      { reason: "exhausted", attempt: 1, error: { code: "timeout", retryable: true } },
+    ]);
+  });
+});
