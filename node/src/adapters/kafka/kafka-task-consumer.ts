@@ -55,7 +55,14 @@ export class KafkaTaskConsumer {
     this.consumer.on(this.consumer.events.CRASH, (event) => options.onError(event.payload.error));
   }
 
+  /** Resolves once this member has joined its group and been given partitions to consume. */
   async start(handle: MessageHandler): Promise<void> {
+    const joined = new Promise<void>((resolve) => {
+      const stop = this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
+        stop();
+        resolve();
+      });
+    });
     await this.consumer.connect();
     await this.consumer.subscribe({
       topic: topicName(this.options.topicPrefix, this.options.kind),
@@ -94,6 +101,7 @@ export class KafkaTaskConsumer {
         }
       },
     });
+    await joined;
   }
 
   /** Stops fetching; resolves when the batches in progress have returned and offsets are committed. */

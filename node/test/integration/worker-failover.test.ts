@@ -1,0 +1,184 @@
+/**
+ * Workers under real process failures (`chronofence run --roles worker` as
+ * child processes; API and dispatch roles in-process):
+ *  - zombie: a worker paused (SIGSTOP) past its execution lease loses the
+ *    task to the reconciler (new token); another worker runs it with a
+ *    higher token and completes it; the resumed zombie's writes change
+ *    nothing and are counted;
+ *  - kill -9 in the middle of a task: it runs again and completes, once.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { pino } from "pino";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { systemClock } from "../../src/adapters/clock/system-clock.js";
+import type { Config } from "../../src/config/config.js";
+import { type RunningRoles, startDispatchRoles } from "../../src/main/dispatch.js";
+import { type ApiFixture, call, startApiFixture, type TestTenant } from "./support/api.js";
+import { newTopicPrefix, requireKafka } from "./support/kafka.js";
+import { killRolesChildren, startRolesChild } from "./support/roles-child.js";
+import { TEST_REDIS_URL, withPg } from "./support/services.js";
+
+const WORKER_LEASE_MS = 1500;
+
+let fixture: ApiFixture;
+let config: Config;
+let tenant: TestTenant;
+let roles: RunningRoles;
+
+beforeAll(async () => {
+  await requireKafka();
+  fixture = await startApiFixture({
+    topicPrefix: newTopicPrefix("worker-failover"),
+    metricsPort: 0,
+    kafkaPartitions: 2,
+    // Generous shard leases and quick repairs: on a loaded machine the
+    // in-process dispatcher may still lose a lease, and must recover fast.
+    leaseTtlMs: 6000,
+    leaseHeartbeatMs: 300,
+    leaseSafetyMarginMs: 1000,
+    claimIntervalMs: 50,
+    claimLookaheadMs: 1000,
+    claimTtlMs: 5000,
+    dispatchTimeoutMs: 10_000,
+    preloadIntervalMs: 500,
+    reconcileIntervalMs: 300,
+  });
+  ({ config, tenant } = fixture);
+  roles = await startDispatchRoles(
+    config,
+    systemClock,
+    pino({ level: process.env.CF_TEST_LOG_LEVEL ?? "silent" }),
+    new Set(["dispatcher", "preloader", "reconciler"]),
+  );
+});
+
+afterEach(() => killRolesChildren());
+
+afterAll(async () => {
+  killRolesChildren();
+  await roles?.stop();
+  await fixture?.stop();
+});
+
+const worker = (nodeId: string) =>
+  startRolesChild("worker", {
+    DATABASE_URL: fixture.db.url,
+    REDIS_URL: TEST_REDIS_URL,
+    CF_REDIS_PREFIX: config.redisKeyPrefix,
+    CF_TOPIC_PREFIX: config.topicPrefix,
+    CF_KAFKA_PARTITIONS: "2",
+    CF_WORKER_QUEUES: "standard",
+    CF_WORKER_METRICS_PORT: "0",
+    CF_WORKER_LEASE_MS: String(WORKER_LEASE_MS),
+    CF_WORKER_HEARTBEAT_MS: "300",
+    CF_WORKER_SESSION_TIMEOUT_MS: "6000",
+    CF_NODE_ID: nodeId,
+    HOST: "127.0.0.1",
+    LOG_LEVEL: process.env.CF_TEST_LOG_LEVEL ?? "silent",
+  });
+
+async function submit(body: Record<string, unknown>): Promise<string> {
+  const answer = await call(fixture.api.baseUrl, "POST", "/v1/tasks", {
+    key: tenant.apiKey,
+    body,
+  });
+  expect(answer.status).toBe(201);
+  return answer.body.id;
+}
+
+const rowOf = (id: string) =>
+  withPg(
+    fixture.db.url,
+    async (c) =>
+      (
+        await c.query(
+          `SELECT status, attempt, lease_owner, fencing_token::text AS token, result
+             FROM tasks WHERE id = $1`,
+          [id],
+        )
+      ).rows[0] as {
+        status: string;
+        attempt: number;
+        lease_owner: string | null;
+        token: string;
+        result: unknown;
+      },
+  );
+
+const runningOn = (id: string, owner: string) =>
+  expect
+    .poll(async () => rowOf(id), { timeout: 60_000, interval: 50 })
+    .toMatchObject({ status: "RUNNING", lease_owner: owner });
+
+describe("worker failures", () => {
+  it("a zombie worker's late commit changes nothing; the worker that took over completes", async () => {
+    const zombie = await worker("zombie");
+    const id = await submit({
+      type: "sleep",
+      payload: { ms: 3000 },
+      max_attempts: 3,
+      backoff: { base_ms: 100, max_ms: 100 },
+    });
+    await runningOn(id, "zombie");
+    const zombieToken = (await rowOf(id)).token;
+    zombie.process.kill("SIGSTOP");
+    const rescuer = await worker("rescuer");
+    await expect
+      .poll(async () => rowOf(id), { timeout: 60_000, interval: 100 })
+      .toMatchObject({ status: "COMPLETED", lease_owner: "rescuer", attempt: 2 });
+    const completed = await rowOf(id);
+    expect(BigInt(completed.token)).toBeGreaterThan(BigInt(zombieToken));
+
+    zombie.process.kill("SIGCONT");
+    // Its heartbeat or its commit arrives with the old token: refused and counted.
+    await expect
+      .poll(() => zombie.metric("cf_worker_stale_token_total"), { timeout: 10_000 })
+      .toBeGreaterThanOrEqual(1);
+    expect(await zombie.metric("cf_worker_outcomes_total", 'outcome="completed"')).toBe(0);
+    expect(await rowOf(id)).toEqual(completed);
+    expect(await rescuer.metric("cf_worker_outcomes_total", 'outcome="completed"')).toBe(1);
+  }, 180_000);
+
+  it("kill -9 in the middle of a task: it runs again and completes once", async () => {
+    const requests: Array<{ token: string; attempt: string }> = [];
+    const server = http.createServer((request, response) => {
+      requests.push({
+        token: String(request.headers["x-chronofence-fencing-token"]),
+        attempt: String(request.headers["x-chronofence-attempt"]),
+      });
+      request.resume();
+      setTimeout(() => response.end('{"done":true}'), 2000);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    try {
+      const victim = await worker("victim");
+      const id = await submit({
+        type: "http",
+        payload: { url },
+        max_attempts: 3,
+        backoff: { base_ms: 100, max_ms: 100 },
+      });
+      await runningOn(id, "victim");
+      victim.process.kill("SIGKILL");
+      await victim.exited;
+      const survivor = await worker("survivor");
+      await expect
+        .poll(async () => (await rowOf(id)).status, { timeout: 60_000, interval: 100 })
+        .toBe("COMPLETED");
+      expect(await rowOf(id)).toMatchObject({
+        lease_owner: "survivor",
+        attempt: 2,
+        result: { status: 200, body: { done: true } },
+      });
+      expect(await survivor.metric("cf_worker_outcomes_total", 'outcome="completed"')).toBe(1);
+      // Two deliveries to the endpoint, the second with a higher token: the receiver can tell.
+      expect(requests.map((r) => r.attempt)).toEqual(["1", "2"]);
+      expect(BigInt(requests[1]!.token)).toBeGreaterThan(BigInt(requests[0]!.token));
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 180_000);
+});
