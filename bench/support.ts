@@ -305,12 +305,13 @@ export async function deleteKafkaRun(
 
 /**
  * CPU ticks (1/100 s) of the named processes, of all Postgres, Kafka (java)
- * and Redis processes, and of everything else (`other`: other work on the
- * machine, e.g. test suites sharing the cores; reported rather than hidden).
+ * and Redis processes, and of the whole machine (`machine`, from /proc/stat),
+ * from which coresBetween derives `other`: everything else that ran, e.g.
+ * test suites sharing the cores (reported rather than hidden).
  */
 export async function cpuTicksOf(pids: Record<string, number>): Promise<Record<string, number>> {
   const named = new Map(Object.entries(pids).map(([name, pid]) => [String(pid), name]));
-  const ticks: Record<string, number> = { postgres: 0, kafka: 0, redis: 0, other: 0 };
+  const ticks: Record<string, number> = { postgres: 0, kafka: 0, redis: 0 };
   for (const name of named.values()) ticks[name] = 0;
   for (const pid of await readdir("/proc")) {
     if (!/^\d+$/.test(pid)) continue;
@@ -327,15 +328,20 @@ export async function cpuTicksOf(pids: Record<string, number>): Promise<Record<s
           ? "kafka"
           : comm.startsWith("redis-server")
             ? "redis"
-            : "other");
-    ticks[group]! += t;
+            : null);
+    if (group !== null) ticks[group]! += t;
   }
+  // cpu  user nice system idle iowait irq softirq steal: busy = all but idle and iowait.
+  const cpu = (await readFile("/proc/stat", "utf8")).split("\n")[0]!.split(/\s+/).map(Number);
+  ticks.machine = cpu.slice(1, 9).reduce((a, b) => a + b, 0) - cpu[4]! - cpu[5]!;
   return ticks;
 }
 
 /**
- * Mean cores each entry used between two cpuTicksOf readings `wallS` apart
- * (processes that exited meanwhile take their ticks with them: `other` is a lower bound).
+ * Mean cores each entry used between two cpuTicksOf readings `wallS` apart,
+ * with `other` = the machine's busy cores not accounted to any entry.
+ * (Postgres and Redis serve other users of the machine too: their share is
+ * theirs and ours together.)
  */
 export function coresBetween(
   before: Record<string, number>,
@@ -343,9 +349,15 @@ export function coresBetween(
   wallS: number,
 ): Record<string, number> {
   const cores: Record<string, number> = {};
+  let ours = 0;
   for (const key of Object.keys(after)) {
-    cores[key] = round(Math.max(0, after[key]! - (before[key] ?? 0)) / 100 / wallS);
+    if (key === "machine") continue;
+    const ticks = Math.max(0, after[key]! - (before[key] ?? 0));
+    cores[key] = round(ticks / 100 / wallS);
+    ours += ticks;
   }
+  const machine = (after.machine ?? 0) - (before.machine ?? 0);
+  cores.other = round(Math.max(0, machine - ours) / 100 / wallS);
   return cores;
 }
 
@@ -380,12 +392,13 @@ export function publishOutcome(accepted: Map<string, number>, arrivals: Map<stri
   };
 }
 
-/** Polls `done` every 100 ms until it holds or `deadlineMs` (epoch) passes. */
+/** Polls `done` every `everyMs` until it holds or `deadlineMs` (epoch) passes. */
 export async function waitUntil(
   done: () => boolean | Promise<boolean>,
   deadlineMs: number,
+  everyMs = 100,
 ): Promise<void> {
-  while (Date.now() < deadlineMs && !(await done())) await sleepMs(100);
+  while (Date.now() < deadlineMs && !(await done())) await sleepMs(everyMs);
 }
 
 /**
