@@ -9,8 +9,10 @@
 import { randomUUID } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import { threadId } from "node:worker_threads";
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { systemClock } from "../../src/adapters/clock/system-clock.js";
 import { PgExecutionStore } from "../../src/adapters/pg/execution-store.js";
 import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
@@ -20,6 +22,9 @@ import { type RunningWorker, startWorker } from "../../src/main/worker.js";
 import { type ApiFixture, call, startApiFixture, type TestTenant } from "./support/api.js";
 import { newTopicPrefix, requireKafka } from "./support/kafka.js";
 import { withPg } from "./support/services.js";
+
+// Waits are event-driven but a loaded 2-core machine can make the pipeline slow.
+vi.setConfig({ testTimeout: 120_000 });
 
 let fixture: ApiFixture;
 let config: Config;
@@ -37,16 +42,21 @@ beforeAll(async () => {
     metricsPort: 0,
     workerMetricsPort: 0,
     kafkaPartitions: 2,
-    leaseTtlMs: 3000,
+    // Generous shard leases and quick repairs: on a loaded machine the
+    // in-process dispatcher may still lose a lease, and must recover fast.
+    leaseTtlMs: 6000,
     leaseHeartbeatMs: 300,
-    leaseSafetyMarginMs: 500,
+    leaseSafetyMarginMs: 1000,
     claimIntervalMs: 50,
     claimLookaheadMs: 1000,
+    claimTtlMs: 5000,
+    dispatchTimeoutMs: 10_000,
     preloadIntervalMs: 500,
     reconcileIntervalMs: 500,
     workerLeaseMs: 3000,
     workerHeartbeatMs: 500,
     workerSessionTimeoutMs: 6000,
+    workerHandlers: fileURLToPath(new URL("./support/user-handlers.mjs", import.meta.url)),
   });
   ({ config, tenant } = fixture);
   const logger = pino({ level: process.env.CF_TEST_LOG_LEVEL ?? "silent" });
@@ -114,7 +124,7 @@ const rowOf = (id: string): Promise<Row> =>
       ).rows[0],
   );
 
-const settled = (id: string, timeoutMs = 20_000) =>
+const settled = (id: string, timeoutMs = 60_000) =>
   expect
     .poll(async () => (await rowOf(id)).status, { timeout: timeoutMs, interval: 100 })
     .toMatch(/^(COMPLETED|DEAD)$/);
@@ -217,9 +227,43 @@ describe("worker", () => {
     expect(replayed.kind).toBe("replayed");
     // Nobody adds it to Redis here: the pre-loader finds it.
     await expect
-      .poll(async () => (await rowOf(task.id)).status, { timeout: 20_000, interval: 100 })
+      .poll(async () => (await rowOf(task.id)).status, { timeout: 60_000, interval: 100 })
       .toBe("COMPLETED");
     expect(await rowOf(task.id)).toMatchObject({ attempt: 2, result: { attempt: 2 } });
+  });
+});
+
+describe("user handler modules", () => {
+  it("runs a module's handlers, and its CPU handlers in the piscina pool", async () => {
+    const echo = await submit({ type: "user.echo", payload: { a: 1 } });
+    const burn = await submit({ type: "user.burn", payload: { ms: 20 } });
+    await settled(echo.id);
+    await settled(burn.id);
+    expect((await rowOf(echo.id)).result).toEqual({
+      payload: { a: 1 },
+      attempt: 1,
+      type: "user.echo",
+    });
+    const result = (await rowOf(burn.id)).result as { threadId: number; taskId: string };
+    expect(result).toMatchObject({ spins: true, taskId: burn.id });
+    expect(result.threadId).not.toBe(threadId);
+  });
+
+  it("a CPU handler past its timeout is stopped and fails the attempt as a timeout", async () => {
+    const runaway = await submit({
+      type: "user.burn",
+      payload: { ms: 60_000 },
+      timeout_ms: 500,
+      max_attempts: 1,
+    });
+    await settled(runaway.id);
+    expect(await deadLetters(runaway.id)).toMatchObject([
+      { reason: "exhausted", error: { code: "timeout" } },
+    ]);
+    // The pool's thread was terminated, not left spinning: the next CPU task runs.
+    const next = await submit({ type: "user.burn", payload: { ms: 1 } });
+    await settled(next.id);
+    expect((await rowOf(next.id)).status).toBe("COMPLETED");
   });
 });
 
