@@ -165,6 +165,7 @@ export async function startWorker(
     workerId,
     metricsPort: server.port,
     async stop() {
+      for (const executor of executors) executor.drain();
       const drained = Promise.allSettled(consumers.map((c) => c.stop()));
       const timer = setTimeout(() => {
         for (const executor of executors) executor.stop();

@@ -76,14 +76,21 @@ class Unrecorded extends Error {}
 
 export class Executor {
   private readonly stopping = new AbortController();
+  private draining = false;
 
   constructor(
     private readonly deps: ExecutorDeps,
     private readonly options: ExecutorOptions,
   ) {}
 
+  /** From now on, envelopes not yet started are left alone ("abandoned"); running ones go on. */
+  drain(): void {
+    this.draining = true;
+  }
+
   /** From now on, waits for Postgres give up and running handlers see their signal abort. */
   stop(): void {
+    this.draining = true;
     this.stopping.abort(new Error("worker stopping"));
   }
 
@@ -94,6 +101,7 @@ export class Executor {
       fencingToken: envelope.fencingToken,
       runAtMs: envelope.runAtMs,
     };
+    if (this.draining) return "abandoned";
     try {
       const nowMs = this.deps.clock.nowMs();
       const start = await this.durably("start", () =>
