@@ -20,6 +20,9 @@
 #   KAFKA_START_TIMEOUT    seconds to wait for readiness (default 90)
 #   KAFKA_KEEP_DATA=1      keep the data dir across starts (default: fresh)
 #   KAFKA_CACHE_DIR        cache root (default <repo>/.cache/kafka)
+#   KAFKA_RUN_DIR          pid, log, properties and data of this broker (default
+#                          <cache>/run); a second broker (a test that restarts
+#                          its own) uses its own, with its own ports
 #   JAVA_HOME              Java 17+ to run the broker with (default: java on PATH)
 set -euo pipefail
 
@@ -37,7 +40,7 @@ CLUSTER_ID=Q2hyb25vZmVuY2VLYWZrYQ
 
 LIBS=$CACHE/$KAFKA_VERSION/libs
 TEMPLATE=$CACHE/$KAFKA_VERSION/formatted
-RUN=$CACHE/run
+RUN=${KAFKA_RUN_DIR:-$CACHE/run}
 PIDFILE=$RUN/kafka.pid
 LOG=$RUN/kafka.log
 PROPS=$RUN/server.properties
