@@ -1,0 +1,211 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { Executor } from "../../../src/app/worker/executor.js";
+import { HandlerRegistry } from "../../../src/app/worker/handler.js";
+import { QueueLimiter } from "../../../src/app/worker/limiter.js";
+import { ChronofenceError, ErrorCode } from "../../../src/domain/errors.js";
+import { PermanentError } from "../../../src/domain/execution-error.js";
+import type { InboundEnvelope } from "../../../src/domain/inbound-envelope.js";
+import type {
+  CompleteOutcome,
+  ExecutionFailure,
+  ExecutionStore,
+  FailOutcome,
+  HeartbeatOutcome,
+  StartOutcome,
+} from "../../../src/ports/execution-store.js";
+import { noWorkerMetrics, type StaleAt } from "../../../src/ports/worker-metrics.js";
+import { FakeClock } from "../../support/fake-clock.js";
+
+/** A scripted store: records calls, answers what the test says. */
+class ScriptedStore implements ExecutionStore {
+  startAnswer: StartOutcome = {
+    kind: "started",
+    execution: { attempt: 1, maxAttempts: 3, runAtMs: 0, timeoutMs: 1000, leaseExpiresAtMs: 0 },
+  };
+  heartbeatAnswer: HeartbeatOutcome = { kind: "extended", leaseExpiresAtMs: 0 };
+  completeFailures = 0;
+  completed: string[] = [];
+  failed: ExecutionFailure[] = [];
+  heartbeats = 0;
+
+  async start() {
+    return this.startAnswer;
+  }
+  async heartbeat() {
+    this.heartbeats++;
+    return this.heartbeatAnswer;
+  }
+  async complete(_ref: unknown, resultJson: string): Promise<CompleteOutcome> {
+    if (this.completeFailures > 0) {
+      this.completeFailures--;
+      throw new ChronofenceError(ErrorCode.Unavailable, "postgres down");
+    }
+    this.completed.push(resultJson);
+    return { kind: "completed" };
+  }
+  async fail(_ref: unknown, failure: ExecutionFailure): Promise<FailOutcome> {
+    this.failed.push(failure);
+    return { kind: "dead", attempt: 1, deadLetterId: "d" };
+  }
+  async replay(): Promise<never> {
+    throw new Error("not used");
+  }
+  async expireLeases(): Promise<never> {
+    throw new Error("not used");
+  }
+}
+
+const envelope = (type: string, payload: unknown = null): InboundEnvelope => ({
+  taskId: "0190a000-0000-7000-8000-000000000001",
+  tenantId: "0190a000-0000-7000-8000-000000000002",
+  type,
+  attempt: 0,
+  fencingToken: "42",
+  runAtMs: 0,
+  dispatchedAtMs: 0,
+  timeoutMs: 1000,
+  idempotencyKey: null,
+  payload,
+  workflowId: null,
+});
+
+let store: ScriptedStore;
+let handlers: HandlerRegistry;
+let stale: StaleAt[];
+let executor: Executor;
+
+beforeEach(() => {
+  vi.useFakeTimers();
+  store = new ScriptedStore();
+  handlers = new HandlerRegistry();
+  stale = [];
+  executor = new Executor(
+    {
+      store,
+      handlers,
+      clock: new FakeClock(),
+      metrics: { ...noWorkerMetrics, staleToken: (at) => stale.push(at) },
+      addDue: async () => undefined,
+      onError: () => undefined,
+    },
+    {
+      workerId: "w",
+      leaseMs: 3000,
+      heartbeatMs: 100,
+      hotWindowMs: 60_000,
+      dependencyRetryMs: 10,
+      maxResultBytes: 64,
+    },
+  );
+});
+
+afterEach(() => vi.useRealTimers());
+
+describe("Executor", () => {
+  it("does not run a task whose fenced start is stale, and counts it", async () => {
+    const handler = vi.fn(async () => null);
+    handlers.register("t", handler);
+    store.startAnswer = { kind: "stale" };
+    expect(await executor.execute(envelope("t"), "standard")).toBe("stale");
+    expect(handler).not.toHaveBeenCalled();
+    expect(stale).toEqual(["start"]);
+  });
+
+  it("commits the result, retrying the commit while Postgres is unavailable", async () => {
+    handlers.register("t", async (payload, ctx) => ({ payload, attempt: ctx.attempt }));
+    store.completeFailures = 2;
+    const done = executor.execute(envelope("t", { a: 1 }), "standard");
+    await vi.runAllTimersAsync();
+    expect(await done).toBe("completed");
+    expect(store.completed).toEqual(['{"payload":{"a":1},"attempt":1}']);
+  });
+
+  it("reports a permanent error as not retryable, and an unknown type likewise", async () => {
+    handlers.register("t", async () => {
+      throw new PermanentError("bad", { code: "E" });
+    });
+    expect(await executor.execute(envelope("t"), "standard")).toBe("dead");
+    expect(await executor.execute(envelope("nope"), "standard")).toBe("dead");
+    expect(store.failed).toEqual([
+      { message: "bad", code: "E", retryable: false },
+      expect.objectContaining({ code: "unknown_type", retryable: false }),
+    ]);
+  });
+
+  it("fails an attempt that outlives timeout_ms as a retryable timeout, aborting its signal", async () => {
+    let signal: AbortSignal | undefined;
+    handlers.register("t", (_p, ctx) => {
+      signal = ctx.signal;
+      return new Promise(() => undefined); // never settles, ignores its signal
+    });
+    const done = executor.execute(envelope("t"), "standard");
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(await done).toBe("dead");
+    expect(signal?.aborted).toBe(true);
+    expect(store.failed).toEqual([expect.objectContaining({ code: "timeout", retryable: true })]);
+    expect(store.heartbeats).toBeGreaterThanOrEqual(9);
+  });
+
+  it("abandons the attempt without a commit when a heartbeat finds the token stale", async () => {
+    handlers.register(
+      "t",
+      (_p, ctx) =>
+        new Promise((_, reject) =>
+          ctx.signal.addEventListener("abort", () => reject(new Error("aborted"))),
+        ),
+    );
+    store.heartbeatAnswer = { kind: "stale" };
+    const done = executor.execute(envelope("t"), "standard");
+    await vi.advanceTimersByTimeAsync(150);
+    expect(await done).toBe("lost_lease");
+    expect(store.completed).toEqual([]);
+    expect(store.failed).toEqual([]);
+    expect(stale).toEqual(["heartbeat"]);
+  });
+
+  it("refuses a result that is not JSON or too large, for good", async () => {
+    handlers.register("big", async () => "x".repeat(100));
+    handlers.register("bigint", async () => 1n);
+    await executor.execute(envelope("big"), "standard");
+    await executor.execute(envelope("bigint"), "standard");
+    expect(store.failed.map((f) => [f.code, f.retryable])).toEqual([
+      ["result_too_large", false],
+      ["result_not_json", false],
+    ]);
+  });
+
+  it("after drain(), starts nothing more", async () => {
+    const handler = vi.fn(async () => null);
+    handlers.register("t", handler);
+    executor.drain();
+    expect(await executor.execute(envelope("t"), "standard")).toBe("abandoned");
+    expect(handler).not.toHaveBeenCalled();
+  });
+});
+
+describe("QueueLimiter", () => {
+  it("caps each tenant without holding shared slots for it", async () => {
+    vi.useRealTimers();
+    const limiter = new QueueLimiter(2, 1);
+    const order: string[] = [];
+    let releaseA!: () => void;
+    const blockA = new Promise<void>((resolve) => {
+      releaseA = resolve;
+    });
+    const a1 = limiter.run("a", async () => {
+      order.push("a1");
+      await blockA;
+    });
+    const a2 = limiter.run("a", async () => {
+      order.push("a2");
+    });
+    const b1 = limiter.run("b", async () => {
+      order.push("b1");
+    });
+    await b1; // b passes while a's second task waits on a's cap
+    expect(order).toEqual(["a1", "b1"]);
+    releaseA();
+    await Promise.all([a1, a2]);
+    expect(order).toEqual(["a1", "b1", "a2"]);
+  });
+});

@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import { type ArmedTask, envelopeJson } from "../../../src/domain/envelope.js";
+import { parseEnvelope } from "../../../src/domain/inbound-envelope.js";
+
+const task: ArmedTask = {
+  id: "0190a000-0000-7000-8000-000000000001",
+  tenantId: "0190a000-0000-7000-8000-000000000002",
+  type: "send",
+  payloadJson: '{"to":"a@b"}',
+  priority: "critical",
+  runAtMs: 1_700_000_000_123,
+  attempt: 2,
+  fencingToken: "9007199254740993",
+  timeoutMs: 5000,
+  idempotencyKey: "k",
+  workflowId: null,
+  graceMs: 0,
+};
+
+describe("parseEnvelope", () => {
+  it("reads back what the dispatcher writes, tokens beyond 2^53 included", () => {
+    expect(parseEnvelope(envelopeJson(task, task.runAtMs + 1))).toEqual({
+      ok: true,
+      envelope: {
+        taskId: task.id,
+        tenantId: task.tenantId,
+        type: "send",
+        attempt: 2,
+        fencingToken: "9007199254740993",
+        runAtMs: task.runAtMs,
+        dispatchedAtMs: task.runAtMs + 1,
+        timeoutMs: 5000,
+        idempotencyKey: "k",
+        payload: { to: "a@b" },
+        workflowId: null,
+      },
+    });
+  });
+
+  it("refuses anything else with the reason", () => {
+    expect(parseEnvelope("nope")).toEqual({ ok: false, reason: "not JSON" });
+    expect(parseEnvelope("[]")).toEqual({ ok: false, reason: "not a JSON object" });
+    expect(parseEnvelope('{"v":2}')).toEqual({ ok: false, reason: "unsupported version 2" });
+    const bad = JSON.parse(envelopeJson(task, task.runAtMs));
+    bad.fencing_token = 42;
+    bad.task_id = "x";
+    delete bad.payload;
+    expect(parseEnvelope(JSON.stringify(bad))).toEqual({
+      ok: false,
+      reason: "bad task_id, fencing_token, payload",
+    });
+  });
+});
