@@ -17,8 +17,10 @@
  *    worker's lateness histogram would only give bucket bounds.
  *  - completed_per_s: completions per second while tasks fall due at the
  *    full offered rate (support.ts plateauRate; needs --seconds > the spread).
- *  - lost: accepted (201) but not COMPLETED when the run ends (the last
- *    run_at + --drain-ms); their statuses are listed.
+ *  - lost: accepted (201) but missing from Postgres or in a terminal state
+ *    other than COMPLETED (DESIGN.md invariant 2). Tasks still pending when
+ *    the run ends (the last run_at + --drain-ms) are `unfinished`, not lost:
+ *    a system too slow for the offered rate shows there, by status.
  *  - early: tasks started before run_at (Postgres) plus envelopes published
  *    or received before run_at (consumer).
  *  - duplicates: COMPLETED tasks whose handler started more than once
@@ -159,6 +161,8 @@ async function readTasks(db: pg.Client): Promise<TaskRow[]> {
   }));
 }
 
+const PENDING = new Set(["SCHEDULED", "ARMED", "RUNNING"]);
+
 /** Worker-start lateness, completions, lost, early and duplicates from the task rows. */
 function executionOutcome(
   run: Parameters<typeof plateauRate>[0],
@@ -169,6 +173,7 @@ function executionOutcome(
   const starts: number[] = [];
   const completions: number[] = [];
   const notCompleted: Record<string, number> = {};
+  let unfinished = 0;
   let early = 0;
   let duplicates = 0;
   for (const id of accepted.keys()) {
@@ -177,6 +182,7 @@ function executionOutcome(
     if (row?.started_at_ms != null && row.started_at_ms < row.run_at_ms) early++;
     if (!row || status !== "COMPLETED" || row.started_at_ms === null) {
       notCompleted[status] = (notCompleted[status] ?? 0) + 1;
+      if (PENDING.has(status)) unfinished++;
       continue;
     }
     starts.push(row.started_at_ms - row.run_at_ms);
@@ -187,7 +193,8 @@ function executionOutcome(
     workerStart: latenessOf(starts),
     completed: starts.length,
     completedPerS: plateauRate(run, completions),
-    lost: accepted.size - starts.length,
+    lost: accepted.size - starts.length - unfinished,
+    unfinished,
     notCompleted,
     early,
     duplicates,
@@ -284,6 +291,7 @@ async function runChronofence() {
       completed: execution.completed,
       completed_per_s: execution.completedPerS,
       lost: execution.lost,
+      unfinished: execution.unfinished,
       not_completed_by_status: execution.notCompleted,
       early: execution.early + publishEarly.count,
       duplicates: execution.duplicates,
@@ -319,7 +327,8 @@ async function main(): Promise<void> {
     log(`Chronofence (${workerProcesses} worker process(es)):`);
     log(
       `  accepted ${ours.accepted}/${ours.offered} (rejected ${ours.rejected}, not sent ${ours.not_sent_backpressure}); ` +
-        `completed ${ours.completed} at ${ours.completed_per_s}/s; lost ${ours.lost} ${JSON.stringify(ours.not_completed_by_status)}, ` +
+        `completed ${ours.completed} (${ours.completed_per_s}/s in the plateau); lost ${ours.lost}, ` +
+        `unfinished ${ours.unfinished} ${JSON.stringify(ours.not_completed_by_status)}, ` +
         `early ${ours.early}, duplicates ${ours.duplicates}, fenced rejections ${ours.fenced_rejections}`,
     );
     log(`  ${line("ingest (batch request → 201)", ours.ingest_ack)}`);
@@ -358,7 +367,8 @@ async function main(): Promise<void> {
     );
     log(
       `  accepted ${report.accepted}/${report.offered} (rejected ${report.rejected}, not sent ${report.not_sent_backpressure}); ` +
-        `completed at ${report.completed_per_s}/s; lost ${report.lost}, early ${report.early}, duplicates ${report.duplicates}`,
+        `completed ${report.completed} (${report.completed_per_s}/s in the plateau); lost ${report.lost}, ` +
+        `unfinished ${report.unfinished}, early ${report.early}, duplicates ${report.duplicates}`,
     );
     log(`  ${line("ingest (addBulk → resolved)", report.ingest_ack)}`);
     log(`  ${line("worker start (due → processedOn)", report.worker_start)}`);

@@ -51,7 +51,11 @@ export interface PeerReport {
   worker_start: Lateness;
   /** Completions per second while jobs fall due at the full offered rate (support.ts plateauRate). */
   completed_per_s: number | null;
+  completed: number;
+  /** Jobs gone from Redis, or failed (a no-op never fails on purpose). */
   lost: number;
+  /** Still delayed, waiting or active when the run ended. */
+  unfinished: number;
   early: number;
   /** Jobs a worker started more than once (BullMQ's `ats` > 1). */
   duplicates: number;
@@ -66,7 +70,7 @@ const BULLMQ_VERSION = (
     version: string;
   }
 ).version;
-const JOB_FIELDS = ["processedOn", "finishedOn", "ats"] as const;
+const JOB_FIELDS = ["timestamp", "processedOn", "finishedOn", "ats", "failedReason"] as const;
 
 function startWorker(run: PeerRun, prefix: string): Promise<ChildProcess> {
   const worker = spawn(process.execPath, [path.join(root, "dist/bench/peers/bullmq-worker.js")], {
@@ -150,7 +154,9 @@ export async function runBullmqPeer(run: PeerRun): Promise<PeerReport> {
       ingest_ack: latenessOf(ackMs),
       worker_start: outcome.workerStart,
       completed_per_s: completedPerS,
+      completed: outcome.completed,
       lost: outcome.lost,
+      unfinished: outcome.unfinished,
       early: outcome.early,
       duplicates: outcome.duplicates,
       worker_processes: run.workerProcesses,
@@ -172,6 +178,7 @@ async function readOutcome(redisUrl: string, prefix: string, accepted: Map<strin
   try {
     const starts: number[] = [];
     let lost = 0;
+    let unfinished = 0;
     let early = 0;
     let duplicates = 0;
     const finishedMs: number[] = [];
@@ -183,21 +190,33 @@ async function readOutcome(redisUrl: string, prefix: string, accepted: Map<strin
       const replies = (await pipeline.exec()) ?? [];
       for (const [index, [error, fields]] of replies.entries()) {
         if (error) throw error;
-        const [processedOn, finishedOn, ats] = (fields as Array<string | null>).map((f) =>
-          f === null ? Number.NaN : Number(f),
-        ) as [number, number, number, number, number];
-        if (Number.isNaN(finishedOn)) {
+        const [timestamp, processedOn, finishedOn, ats, failedReason] = fields as Array<
+          string | null
+        >;
+        if (timestamp === null || failedReason != null) {
           lost++;
           continue;
         }
+        if (finishedOn == null || processedOn == null) {
+          unfinished++;
+          continue;
+        }
         const dueMs = accepted.get(ids[from + index]!)!;
-        starts.push(processedOn - dueMs);
-        if (processedOn < dueMs) early++;
-        if (ats > 1) duplicates++;
-        finishedMs.push(finishedOn);
+        starts.push(Number(processedOn) - dueMs);
+        if (Number(processedOn) < dueMs) early++;
+        if (Number(ats) > 1) duplicates++;
+        finishedMs.push(Number(finishedOn));
       }
     }
-    return { workerStart: latenessOf(starts), finishedMs, lost, early, duplicates };
+    return {
+      workerStart: latenessOf(starts),
+      completed: starts.length,
+      finishedMs,
+      lost,
+      unfinished,
+      early,
+      duplicates,
+    };
   } finally {
     redis.disconnect();
   }
