@@ -87,20 +87,24 @@ const toHex = (bytes: Uint8Array): string => Buffer.from(bytes).toString("hex");
  */
 export function encodeRows(rows: readonly InsertRequest[]): string {
   const parts: string[] = new Array(rows.length);
-  for (let ord = 0; ord < rows.length; ord++) {
-    const { draft, requestHash, apiKeyId, requestId } = rows[ord]!;
-    parts[ord] =
-      `{"ord":${ord},"id":"${draft.id}","tenant_id":"${draft.tenantId}",` +
-      `"type":${JSON.stringify(draft.type)},"payload":${draft.payloadJson},` +
-      `"priority":"${draft.priority}","run_at_ms":${draft.runAtMs},` +
-      `"max_attempts":${draft.maxAttempts},"timeout_ms":${draft.timeoutMs},` +
-      `"backoff_strategy":"${draft.backoff.strategy}","backoff_base_ms":${draft.backoff.baseMs},` +
-      `"backoff_max_ms":${draft.backoff.maxMs},"created_at_ms":${draft.createdAtMs},` +
-      `"idempotency_key":${draft.idempotencyKey === null ? "null" : JSON.stringify(draft.idempotencyKey)},` +
-      `"request_hash":${requestHash === null ? "null" : `"${toHex(requestHash)}"`},` +
-      `"api_key_id":"${apiKeyId}","request_id":${JSON.stringify(requestId)}}`;
-  }
+  for (let ord = 0; ord < rows.length; ord++) parts[ord] = encodeRow(rows[ord]!, ord);
   return `[${parts.join(",")}]`;
+}
+
+/** One row of encodeRows (workflow nodes use it too, adding their own fields). */
+export function encodeRow(row: InsertRequest, ord: number): string {
+  const { draft, requestHash, apiKeyId, requestId } = row;
+  return (
+    `{"ord":${ord},"id":"${draft.id}","tenant_id":"${draft.tenantId}",` +
+    `"type":${JSON.stringify(draft.type)},"payload":${draft.payloadJson},` +
+    `"priority":"${draft.priority}","run_at_ms":${draft.runAtMs},` +
+    `"max_attempts":${draft.maxAttempts},"timeout_ms":${draft.timeoutMs},` +
+    `"backoff_strategy":"${draft.backoff.strategy}","backoff_base_ms":${draft.backoff.baseMs},` +
+    `"backoff_max_ms":${draft.backoff.maxMs},"created_at_ms":${draft.createdAtMs},` +
+    `"idempotency_key":${draft.idempotencyKey === null ? "null" : JSON.stringify(draft.idempotencyKey)},` +
+    `"request_hash":${requestHash === null ? "null" : `"${toHex(requestHash)}"`},` +
+    `"api_key_id":"${apiKeyId}","request_id":${JSON.stringify(requestId)}}`
+  );
 }
 
 interface TaskRow {
