@@ -12,6 +12,8 @@ import { CANCEL_TASK } from "./sql/cancel-task.js";
 import { GET_TASK } from "./sql/get-task.js";
 import { INSERT_TASKS } from "./sql/insert-tasks.js";
 import { LIST_TASKS } from "./sql/list-tasks.js";
+import { LOCK_WORKFLOW_OF_TASK } from "./sql/workflows.js";
+import { releaseDependents } from "./workflow-release.js";
 
 /** The Postgres TaskStore. Every method maps failures through fromPgError. */
 export class PgTaskStore implements TaskStore {
@@ -66,9 +68,19 @@ export class PgTaskStore implements TaskStore {
   ): Promise<CancelOutcome> {
     try {
       return await withTenant(this.pool, tenantId, async (client) => {
+        // A workflow node's cancel runs the releaser: its workflow's lock comes
+        // before the task's (lock order of migrations/000007_workflows.sql).
+        await client.query(LOCK_WORKFLOW_OF_TASK, [taskId]);
         const params = [tenantId, taskId, nowMs, apiKeyId, CANCELLABLE_STATUSES];
         const changed = await client.query(CANCEL_TASK, params);
-        if (changed.rows[0]) return { kind: "cancelled", task: toTask(changed.rows[0]) };
+        if (changed.rows[0]) {
+          const task = toTask(changed.rows[0]);
+          // Children it releases reach Redis through the reconciler's re-hydration.
+          if (task.workflowId !== null) {
+            await releaseDependents(client, { taskId: task.id, runAtMs: task.runAtMs }, nowMs);
+          }
+          return { kind: "cancelled", task };
+        }
         const current = await client.query(GET_TASK, [tenantId, taskId]);
         if (!current.rows[0]) return { kind: "not_found" };
         return { kind: "not_cancellable", task: toTask(current.rows[0]) };

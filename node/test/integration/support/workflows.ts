@@ -117,7 +117,7 @@ export async function finishTask(
 
 /** finishTask on a pooled connection. */
 export async function finish(
-  w: WorkflowDb,
+  w: Pick<WorkflowDb, "pool">,
   taskId: string,
   outcome: Outcome,
   options: Parameters<typeof finishTask>[3] = {},
@@ -131,7 +131,7 @@ export async function finish(
 }
 
 /** Each node's task status by key, and the workflow row. */
-export async function statesOf(w: WorkflowDb, s: Submitted) {
+export async function statesOf(w: Pick<WorkflowDb, "pool">, s: Pick<Submitted, "draft">) {
   const tasks = await w.pool.query(
     "SELECT workflow_node, status FROM tasks WHERE workflow_id = $1",
     [s.draft.id],
