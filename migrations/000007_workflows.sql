@@ -244,9 +244,13 @@ GRANT EXECUTE ON FUNCTION cf_finish_nodes(uuid, integer, integer, timestamptz) T
 --   task returns no rows and changes nothing. A task outside any workflow, or
 --   not terminal, also returns no rows (callers may skip the call when they
 --   know workflow_id is NULL).
+--   Every statement on tasks names the run_at of the rows it touches, as a
+--   value (plan_cache_mode = force_custom_plan makes PL/pgSQL plan with the
+--   values), so the planner prunes to those days' partitions instead of
+--   locking every partition of the horizon.
 CREATE FUNCTION cf_release_dependents(p_task_id uuid, p_run_at timestamptz, p_now timestamptz)
   RETURNS TABLE (kind text, task_id uuid, tenant_id uuid, run_at_ms float8, detail text)
-  LANGUAGE plpgsql AS $$
+  LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
 DECLARE
   v_status text;
   v_workflow uuid;
@@ -254,7 +258,9 @@ DECLARE
   v_fail_fast boolean;
   v_frontier uuid[];
   v_release uuid[];
+  v_release_at timestamptz[];
   v_skip uuid[];
+  v_skip_at timestamptz[];
   v_terminal integer := 1;
   v_cancelled integer;
   v_final record;
@@ -303,48 +309,56 @@ BEGIN
              parents_cancelled = n.parents_cancelled + o.cancelled
         FROM outcomes o
        WHERE n.task_id = o.id AND n.state IN ('WAITING', 'RELEASED')
-      RETURNING n.task_id, n.state,
+      RETURNING n.task_id, n.state, n.task_run_at,
                 cf_trigger_decision(n.trigger_rule, n.parents_total, n.parents_completed,
                                     n.parents_dead, n.parents_skipped, n.parents_cancelled) AS decision
     )
     SELECT coalesce(array_agg(t.task_id) FILTER (WHERE t.state = 'WAITING' AND t.decision = 'release'), '{}'),
-           coalesce(array_agg(t.task_id) FILTER (WHERE t.state = 'WAITING' AND t.decision = 'skip'), '{}')
-      INTO v_release, v_skip
+           coalesce(array_agg(DISTINCT t.task_run_at) FILTER (WHERE t.state = 'WAITING' AND t.decision = 'release'), '{}'),
+           coalesce(array_agg(t.task_id) FILTER (WHERE t.state = 'WAITING' AND t.decision = 'skip'), '{}'),
+           coalesce(array_agg(DISTINCT t.task_run_at) FILTER (WHERE t.state = 'WAITING' AND t.decision = 'skip'), '{}')
+      INTO v_release, v_release_at, v_skip, v_skip_at
       FROM tallied t;
 
-    RETURN QUERY
-      WITH released AS (
+    -- An empty array would prune nothing: skip the statement instead.
+    IF cardinality(v_release) > 0 THEN
+      RETURN QUERY
+        WITH released AS (
+          UPDATE tasks t
+             SET status = 'SCHEDULED',
+                 run_at = greatest(p_now, n.not_before, p_now + n.delay_ms * interval '1 millisecond'),
+                 updated_at = p_now
+            FROM workflow_nodes n
+           WHERE n.task_id = ANY (v_release) AND t.id = n.task_id AND t.run_at = n.task_run_at
+             AND t.run_at = ANY (v_release_at) AND t.status = 'WAITING'
+          RETURNING t.id, t.tenant_id, t.run_at
+        ),
+        recorded AS (
+          UPDATE workflow_nodes n SET state = 'RELEASED', task_run_at = r.run_at
+            FROM released r WHERE n.task_id = r.id
+          RETURNING n.task_id
+        )
+        SELECT 'released'::text, r.id, r.tenant_id, (extract(epoch FROM r.run_at) * 1000)::float8, NULL::text
+          FROM released r;
+    END IF;
+
+    v_frontier := '{}';
+    IF cardinality(v_skip) > 0 THEN
+      WITH skipped AS (
         UPDATE tasks t
-           SET status = 'SCHEDULED',
-               run_at = greatest(p_now, n.not_before, p_now + n.delay_ms * interval '1 millisecond'),
-               updated_at = p_now
+           SET status = 'SKIPPED', skipped_at = p_now, updated_at = p_now
           FROM workflow_nodes n
-         WHERE n.task_id = ANY (v_release) AND t.id = n.task_id AND t.run_at = n.task_run_at
-           AND t.status = 'WAITING'
-        RETURNING t.id, t.tenant_id, t.run_at
+         WHERE n.task_id = ANY (v_skip) AND t.id = n.task_id AND t.run_at = n.task_run_at
+           AND t.run_at = ANY (v_skip_at) AND t.status = 'WAITING'
+        RETURNING t.id
       ),
       recorded AS (
-        UPDATE workflow_nodes n SET state = 'RELEASED', task_run_at = r.run_at
-          FROM released r WHERE n.task_id = r.id
+        UPDATE workflow_nodes n SET state = 'SKIPPED'
+          FROM skipped s WHERE n.task_id = s.id
         RETURNING n.task_id
       )
-      SELECT 'released'::text, r.id, r.tenant_id, (extract(epoch FROM r.run_at) * 1000)::float8, NULL::text
-        FROM released r;
-
-    WITH skipped AS (
-      UPDATE tasks t
-         SET status = 'SKIPPED', skipped_at = p_now, updated_at = p_now
-        FROM workflow_nodes n
-       WHERE n.task_id = ANY (v_skip) AND t.id = n.task_id AND t.run_at = n.task_run_at
-         AND t.status = 'WAITING'
-      RETURNING t.id
-    ),
-    recorded AS (
-      UPDATE workflow_nodes n SET state = 'SKIPPED'
-        FROM skipped s WHERE n.task_id = s.id
-      RETURNING n.task_id
-    )
-    SELECT coalesce(array_agg(r.task_id), '{}') INTO v_frontier FROM recorded r;
+      SELECT coalesce(array_agg(r.task_id), '{}') INTO v_frontier FROM recorded r;
+    END IF;
 
     RETURN QUERY SELECT 'skipped'::text, s.id, v_tenant, NULL::float8, NULL::text
                    FROM unnest(v_frontier) AS s (id);

@@ -224,7 +224,7 @@ describe("shapes", () => {
     expect(results.c7).toBe("c7");
     const final = await finish(w, run.s.idOf.get("sink")!, "COMPLETED");
     expect(final.finished).toEqual({ workflowId: run.s.draft.id, status: "COMPLETED" });
-  });
+  }, 180_000);
 });
 
 describe("fail_fast and idempotence", () => {
@@ -297,6 +297,47 @@ describe("timing of a release", () => {
   });
 });
 
+describe("partition pruning", () => {
+  it("a release locks only the partitions of the days it touches, not the whole horizon", async () => {
+    const partitions = await w.pool.query(
+      "SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'tasks'::regclass",
+    );
+    expect(partitions.rows[0].n).toBeGreaterThan(5);
+    const { s } = await start([
+      { key: "a" },
+      { key: "b", depends_on: ["a"] },
+      { key: "c", depends_on: ["a"], trigger_rule: "one_failed" },
+    ]);
+    const client = await w.pool.connect();
+    try {
+      let locked: string[] = [];
+      const step = await finishTask(client, s.idOf.get("a")!, "COMPLETED", {
+        beforeCommit: async () => {
+          const locks = await client.query(
+            `SELECT DISTINCT c.relname FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+              WHERE l.pid = pg_backend_pid() AND c.relname ~ '^tasks_p[0-9]{8}$'`,
+          );
+          locked = locks.rows.map((r) => r.relname);
+        },
+      });
+      expect(step.released).toHaveLength(1);
+      expect(step.skipped).toHaveLength(1);
+      expect(locked.length).toBeGreaterThan(0);
+      expect(locked.length).toBeLessThanOrEqual(2);
+      await client.query("BEGIN");
+      await parentResults(client, s.idOf.get("b")!);
+      const locks = await client.query(
+        `SELECT DISTINCT c.relname FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+          WHERE l.pid = pg_backend_pid() AND c.relname ~ '^tasks_p[0-9]{8}$'`,
+      );
+      await client.query("COMMIT");
+      expect(locks.rows.length).toBeLessThanOrEqual(1);
+    } finally {
+      client.release();
+    }
+  });
+});
+
 describe("concurrent parent completions", () => {
   it("two parents completing at the same instant in two transactions release the child once", async () => {
     const { s } = await start([
@@ -351,7 +392,7 @@ describe("concurrent parent completions", () => {
       s.idOf.get("c"),
     ]);
     expect(node.rows[0]).toMatchObject({ state: "RELEASED", parents_completed: 50 });
-  });
+  }, 120_000);
 });
 
 describe("property: the SQL releaser behaves as the in-memory run", () => {
@@ -381,13 +422,13 @@ describe("property: the SQL releaser behaves as the in-memory run", () => {
       }),
       { numRuns: 30 },
     );
-  });
+  }, 120_000);
 });
 
 /** Resolves once `client`'s backend waits on a lock (the workflow row). */
 async function waitForLockWait(db: WorkflowDb, client: pg.Client): Promise<void> {
   const pid = (client as unknown as { processID: number }).processID;
-  for (let i = 0; i < 500; i++) {
+  for (let i = 0; i < 3000; i++) {
     const r = await db.pool.query("SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", [
       pid,
     ]);

@@ -21,7 +21,7 @@
 import type pg from "pg";
 import type { WorkflowStatus } from "../../domain/workflow-run.js";
 import type { DueEntry, HotTier } from "../../ports/hot-tier.js";
-import { PARENT_RESULTS, RELEASE_DEPENDENTS } from "./sql/workflows.js";
+import { COMPLETED_PARENTS, RELEASE_DEPENDENTS, TASK_RESULTS } from "./sql/workflows.js";
 
 /** A pg connection: a Client or a pool's client, inside a transaction. */
 export type TxClient = Pick<pg.ClientBase, "query">;
@@ -82,12 +82,19 @@ export async function parentResults(
   client: TxClient,
   taskId: string,
 ): Promise<Record<string, unknown>> {
-  const result = await client.query<{ parent_key: string; result: unknown }>(PARENT_RESULTS, [
-    taskId,
+  const parents = await client.query<{ parent_key: string; task_id: string; task_run_at: Date }>(
+    COMPLETED_PARENTS,
+    [taskId],
+  );
+  if (parents.rows.length === 0) return {};
+  const results = await client.query<{ id: string; result: unknown }>(TASK_RESULTS, [
+    parents.rows.map((p) => p.task_id),
+    parents.rows.map((p) => p.task_run_at),
   ]);
-  const results: Record<string, unknown> = {};
-  for (const row of result.rows) results[row.parent_key] = row.result;
-  return results;
+  const resultOf = new Map(results.rows.map((row) => [row.id, row.result]));
+  const byKey: Record<string, unknown> = {};
+  for (const p of parents.rows) byKey[p.parent_key] = resultOf.get(p.task_id) ?? null;
+  return byKey;
 }
 
 /**

@@ -90,22 +90,24 @@ export async function finishTask(
   options: { result?: unknown; nowMs?: number; beforeCommit?: () => Promise<void> } = {},
 ): Promise<ReleaseOutcome> {
   const nowMs = options.nowMs ?? Date.now();
+  // Found before the transaction, as a worker knows it from its envelope:
+  // inside, every statement names the partition (see the lock test).
+  const found = await client.query(
+    "SELECT (extract(epoch FROM run_at) * 1000)::float8 AS ms FROM tasks WHERE id = $1",
+    [taskId],
+  );
+  const runAtMs = Math.round(found.rows[0].ms);
   await client.query("BEGIN");
   try {
     const moved = await client.query(
-      `UPDATE tasks SET status = $2, result = $3::jsonb,
-              completed_at = CASE WHEN $2 = 'COMPLETED' THEN now() END,
-              dead_at = CASE WHEN $2 = 'DEAD' THEN now() END, updated_at = now()
-        WHERE id = $1 AND status IN ('SCHEDULED', 'ARMED', 'RUNNING')
-       RETURNING (extract(epoch FROM run_at) * 1000)::float8 AS run_at_ms`,
-      [taskId, outcome, JSON.stringify(options.result ?? null)],
+      `UPDATE tasks SET status = $3, result = $4::jsonb,
+              completed_at = CASE WHEN $3 = 'COMPLETED' THEN now() END,
+              dead_at = CASE WHEN $3 = 'DEAD' THEN now() END, updated_at = now()
+        WHERE id = $1 AND run_at = $2 AND status IN ('SCHEDULED', 'ARMED', 'RUNNING')`,
+      [taskId, new Date(runAtMs).toISOString(), outcome, JSON.stringify(options.result ?? null)],
     );
     if (moved.rowCount !== 1) throw new Error(`task ${taskId} was not pending`);
-    const released = await releaseDependents(
-      client,
-      { taskId, runAtMs: Math.round(moved.rows[0].run_at_ms) },
-      nowMs,
-    );
+    const released = await releaseDependents(client, { taskId, runAtMs }, nowMs);
     await options.beforeCommit?.();
     await client.query("COMMIT");
     return released;

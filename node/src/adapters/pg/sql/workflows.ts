@@ -16,16 +16,21 @@ SELECT kind, task_id, tenant_id, run_at_ms, detail
   FROM cf_release_dependents($1::uuid, $2::timestamptz, timestamptz 'epoch' + $3 * interval '1 millisecond')`;
 
 /**
- * $1 child task_id uuid → rows (parent_key, result) for each COMPLETED parent.
- * workflow_nodes.task_run_at is final once a node is terminal, so each
- * parent's task is found in its own partition.
+ * $1 child task_id uuid → rows (parent_key, task_id, run_at) for each COMPLETED
+ * parent. workflow_nodes.task_run_at is final once a node is terminal.
  */
-export const PARENT_RESULTS = `
-SELECT e.parent_key, t.result
+export const COMPLETED_PARENTS = `
+SELECT e.parent_key, p.task_id, p.task_run_at
   FROM workflow_edges e
   JOIN workflow_nodes p ON p.task_id = e.parent_task_id AND p.state = 'COMPLETED'
-  JOIN tasks t ON t.id = p.task_id AND t.run_at = p.task_run_at
  WHERE e.child_task_id = $1`;
+
+/**
+ * $1 ids uuid[], $2 run_ats timestamptz[] → rows (id, result). The run_ats
+ * arrive as values, so the planner prunes to their days' partitions.
+ */
+export const TASK_RESULTS = `
+SELECT id, result FROM tasks WHERE id = ANY($1::uuid[]) AND run_at = ANY($2::timestamptz[])`;
 
 /** $1 tenant_id uuid, $2 workflow_id uuid → 0 or 1 row. */
 export const GET_WORKFLOW = `
