@@ -194,7 +194,7 @@ CREATE FUNCTION cf_cancel_pending_nodes(p_workflow_id uuid, p_now timestamptz)
   recorded AS (
     UPDATE workflow_nodes n SET state = 'CANCELLED', task_run_at = c.run_at
       FROM cancelled c
-     WHERE n.task_id = c.id AND n.state IN ('WAITING', 'RELEASED')
+     WHERE n.workflow_id = p_workflow_id AND n.task_id = c.id AND n.state IN ('WAITING', 'RELEASED')
     RETURNING n.task_id, n.tenant_id
   )
   SELECT r.task_id, r.tenant_id FROM recorded r
@@ -261,6 +261,9 @@ DECLARE
   v_release_at timestamptz[];
   v_skip uuid[];
   v_skip_at timestamptz[];
+  v_state text;
+  v_children uuid[];
+  v_counts integer[];
   v_terminal integer := 1;
   v_cancelled integer;
   v_final record;
@@ -289,26 +292,26 @@ BEGIN
     v_frontier := ARRAY[p_task_id];
   END IF;
 
+  -- Every node of a frontier ended the same way: first the task itself, then SKIPPED.
+  v_state := v_status;
   WHILE cardinality(v_frontier) > 0 LOOP
-    -- Count the frontier's outcomes in its children's tallies; ask each WAITING child's rule.
-    WITH outcomes AS (
-      SELECT e.child_task_id AS id,
-             count(*) FILTER (WHERE p.state = 'COMPLETED') AS completed,
-             count(*) FILTER (WHERE p.state = 'DEAD') AS dead,
-             count(*) FILTER (WHERE p.state = 'SKIPPED') AS skipped,
-             count(*) FILTER (WHERE p.state = 'CANCELLED') AS cancelled
-        FROM workflow_edges e JOIN workflow_nodes p ON p.task_id = e.parent_task_id
-       WHERE e.parent_task_id = ANY (v_frontier)
-       GROUP BY e.child_task_id
-    ),
-    tallied AS (
+    -- Count the frontier's outcomes in its children's tallies; ask each WAITING
+    -- child's rule. Statements go through the primary keys with arrays of ids,
+    -- so a plan stays an index lookup even while the statistics still see an
+    -- empty table (a 10,000-node workflow is released right after its insert).
+    SELECT coalesce(array_agg(e.child_task_id), '{}'), coalesce(array_agg(e.n), '{}')
+      INTO v_children, v_counts
+      FROM (SELECT ed.child_task_id, count(*)::integer AS n FROM workflow_edges ed
+             WHERE ed.parent_task_id = ANY (v_frontier) GROUP BY ed.child_task_id) e;
+    EXIT WHEN cardinality(v_children) = 0;
+    WITH tallied AS (
       UPDATE workflow_nodes n
-         SET parents_completed = n.parents_completed + o.completed,
-             parents_dead = n.parents_dead + o.dead,
-             parents_skipped = n.parents_skipped + o.skipped,
-             parents_cancelled = n.parents_cancelled + o.cancelled
-        FROM outcomes o
-       WHERE n.task_id = o.id AND n.state IN ('WAITING', 'RELEASED')
+         SET parents_completed = n.parents_completed + CASE WHEN v_state = 'COMPLETED' THEN o.n ELSE 0 END,
+             parents_dead = n.parents_dead + CASE WHEN v_state = 'DEAD' THEN o.n ELSE 0 END,
+             parents_skipped = n.parents_skipped + CASE WHEN v_state = 'SKIPPED' THEN o.n ELSE 0 END,
+             parents_cancelled = n.parents_cancelled + CASE WHEN v_state = 'CANCELLED' THEN o.n ELSE 0 END
+        FROM unnest(v_children, v_counts) AS o (id, n)
+       WHERE n.task_id = ANY (v_children) AND n.task_id = o.id AND n.state IN ('WAITING', 'RELEASED')
       RETURNING n.task_id, n.state, n.task_run_at,
                 cf_trigger_decision(n.trigger_rule, n.parents_total, n.parents_completed,
                                     n.parents_dead, n.parents_skipped, n.parents_cancelled) AS decision
@@ -335,7 +338,7 @@ BEGIN
         ),
         recorded AS (
           UPDATE workflow_nodes n SET state = 'RELEASED', task_run_at = r.run_at
-            FROM released r WHERE n.task_id = r.id
+            FROM released r WHERE n.task_id = ANY (v_release) AND n.task_id = r.id
           RETURNING n.task_id
         )
         SELECT 'released'::text, r.id, r.tenant_id, (extract(epoch FROM r.run_at) * 1000)::float8, NULL::text
@@ -354,7 +357,7 @@ BEGIN
       ),
       recorded AS (
         UPDATE workflow_nodes n SET state = 'SKIPPED'
-          FROM skipped s WHERE n.task_id = s.id
+          FROM skipped s WHERE n.task_id = ANY (v_skip) AND n.task_id = s.id
         RETURNING n.task_id
       )
       SELECT coalesce(array_agg(r.task_id), '{}') INTO v_frontier FROM recorded r;
@@ -363,6 +366,7 @@ BEGIN
     RETURN QUERY SELECT 'skipped'::text, s.id, v_tenant, NULL::float8, NULL::text
                    FROM unnest(v_frontier) AS s (id);
     v_terminal := v_terminal + cardinality(v_frontier);
+    v_state := 'SKIPPED';
   END LOOP;
 
   SELECT f.status, f.finished INTO v_final

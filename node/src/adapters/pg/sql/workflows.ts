@@ -23,7 +23,8 @@ export const COMPLETED_PARENTS = `
 SELECT e.parent_key, p.task_id, p.task_run_at
   FROM workflow_edges e
   JOIN workflow_nodes p ON p.task_id = e.parent_task_id AND p.state = 'COMPLETED'
- WHERE e.child_task_id = $1`;
+ WHERE e.child_task_id = $1
+   AND p.task_id = ANY (ARRAY(SELECT pe.parent_task_id FROM workflow_edges pe WHERE pe.child_task_id = $1))`;
 
 /**
  * $1 ids uuid[], $2 run_ats timestamptz[] → rows (id, result). The run_ats
