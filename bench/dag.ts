@@ -18,7 +18,8 @@
  *
  *   npm run bench:dag -- [--json] [--levels 50] [--width 200] [--parents 3]
  *     [--concurrency 8] [--submissions 3]
- * Uses its own database (chronofence_bench_dag) and Redis prefix.
+ * Uses its own database (chronofence_bench_dag) and Redis prefix; the API
+ * runs with a 60 s statement timeout (see startApi).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import os from "node:os";
@@ -105,6 +106,9 @@ function startApi(): Promise<ChildProcess> {
         PORT: String(args.port),
         HOST: "127.0.0.1",
         CF_REDIS_PREFIX: REDIS_PREFIX,
+        // One 10,000-node insert can outlast the 5 s default on a busy machine (answered 503).
+        CF_PG_STATEMENT_TIMEOUT_MS: "60000",
+        CF_REQUEST_TIMEOUT_MS: "120000",
         LOG_LEVEL: "warn",
       },
       stdio: ["ignore", "inherit", "inherit"],
