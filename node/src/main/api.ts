@@ -12,6 +12,7 @@ import { maintainTaskPartitions } from "../adapters/pg/partitions.js";
 import { createPgPool, type PgPool } from "../adapters/pg/pool.js";
 import { PgTaskStore } from "../adapters/pg/task-store.js";
 import { PgTenantDirectory } from "../adapters/pg/tenant-directory.js";
+import { PgWorkflowStore } from "../adapters/pg/workflow-store.js";
 import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
 import { createRedis, RedisHotTier } from "../adapters/redis/hot-tier.js";
 import { Authenticator } from "../app/authenticator.js";
@@ -19,6 +20,7 @@ import { GroupCommitter } from "../app/group-commit.js";
 import { afterCommit, IngestService } from "../app/ingest.js";
 import { RateLimiter } from "../app/rate-limiter.js";
 import { TaskQueries } from "../app/task-queries.js";
+import { WorkflowService } from "../app/workflows.js";
 import { type Config, horizonMsOf } from "../config/config.js";
 import type { CancelNotifier } from "../ports/cancel-notifier.js";
 import type { Clock } from "../ports/clock.js";
@@ -94,10 +96,18 @@ export async function startApi(
       (error) => logger.warn({ err: error }, "hot tier add failed; the pre-loader will repair it"),
     ),
   );
-  ingest = new IngestService(committer, store, hotTier, new RateLimiter(clock), clock, newId, {
-    horizonMs: horizonMsOf(config),
-    hotWindowMs: config.hotWindowMs,
-  });
+  const limiter = new RateLimiter(clock);
+  const timing = { horizonMs: horizonMsOf(config), hotWindowMs: config.hotWindowMs };
+  ingest = new IngestService(committer, store, hotTier, limiter, clock, newId, timing);
+  const workflows = new WorkflowService(
+    new PgWorkflowStore(pool),
+    hotTier,
+    limiter,
+    clock,
+    newId,
+    timing,
+    (error) => logger.warn({ err: error }, "hot tier add failed; the pre-loader will repair it"),
+  );
   const authenticator = new Authenticator(new PgTenantDirectory(pool, newId), clock, {
     cacheTtlMs: config.authCacheTtlMs,
     negativeCacheTtlMs: Math.min(config.authCacheTtlMs, 1000),
@@ -123,6 +133,7 @@ export async function startApi(
     nowMs: () => clock.nowMs(),
     onHotTierError: (error) =>
       logger.warn({ err: error }, "hot tier add failed; the pre-loader will repair it"),
+    workflows,
     health: [
       { name: "postgres", check: () => pool.query("SELECT 1").then(() => undefined) },
       { name: "redis", check: () => hotTier.ping() },

@@ -2,9 +2,11 @@
 import type { Authenticator } from "../../app/authenticator.js";
 import type { IngestService } from "../../app/ingest.js";
 import type { TaskQueries } from "../../app/task-queries.js";
+import type { WorkflowService } from "../../app/workflows.js";
 import { ErrorCode, RateLimitedError } from "../../domain/errors.js";
 import { bodyAllowanceBytes, MAX_BATCH_TASKS } from "../../domain/submission.js";
 import type { Principal } from "../../domain/tenant.js";
+import { MAX_WORKFLOW_NODES } from "../../domain/workflow.js";
 import type { ExecutionStore } from "../../ports/execution-store.js";
 import type { HealthCheck } from "../../ports/health.js";
 import type { HotTier } from "../../ports/hot-tier.js";
@@ -19,6 +21,7 @@ import {
 import { executionRoutes } from "./execution-routes.js";
 import { parseJson } from "./json-body.js";
 import { presentTask } from "./present.js";
+import { presentWorkflow } from "./present-workflow.js";
 
 export interface RouteDeps {
   authenticator: Authenticator;
@@ -30,6 +33,7 @@ export interface RouteDeps {
   hotTier: HotTier;
   nowMs: () => number;
   onHotTierError: (error: unknown) => void;
+  workflows: WorkflowService;
   health: HealthCheck[];
   metrics: IngestMetrics & { render(): Promise<{ contentType: string; body: string }> };
   /** Server-wide body caps; a tenant's own cap follows from its payload limit. */
@@ -137,6 +141,7 @@ export function apiRoutes(deps: RouteDeps): Route[] {
       },
       admitting,
     ),
+    ...workflowRoutes(deps, principalOf, admitting),
     {
       method: "get",
       pattern: "/healthz",
@@ -156,6 +161,50 @@ export function apiRoutes(deps: RouteDeps): Route[] {
       async handle() {
         const { contentType, body } = await deps.metrics.render();
         return { status: 200, body, contentType };
+      },
+    },
+  ];
+}
+
+/** POST, GET and DELETE of /v1/workflows; a workflow body is sized like a batch. */
+function workflowRoutes(
+  deps: RouteDeps,
+  principalOf: (request: HttpRequestData) => Principal | Promise<Principal>,
+  admitting: (
+    maxBodyBytes: number,
+    tasks: number,
+    handle: (p: Principal, body: Buffer) => Promise<HttpReply>,
+  ) => (request: HttpRequestData) => Admission | Promise<Admission>,
+): Route[] {
+  return [
+    {
+      method: "post",
+      pattern: "/v1/workflows",
+      name: "POST /v1/workflows",
+      maxBodyBytes: deps.maxBatchBodyBytes,
+      admit: admitting(deps.maxBatchBodyBytes, MAX_WORKFLOW_NODES, async (principal, raw) => {
+        const view = await deps.workflows.submit(principal, parseJson(raw), deps.nextRequestId());
+        return json(201, presentWorkflow(view));
+      }),
+    },
+    {
+      method: "get",
+      pattern: "/v1/workflows/:id",
+      name: "GET /v1/workflows/{id}",
+      async handle(request) {
+        const principal = await principalOf(request);
+        const view = await deps.workflows.get(principal, request.params[0] ?? "");
+        return json(200, presentWorkflow(view));
+      },
+    },
+    {
+      method: "del",
+      pattern: "/v1/workflows/:id",
+      name: "DELETE /v1/workflows/{id}",
+      async handle(request) {
+        const principal = await principalOf(request);
+        const view = await deps.workflows.cancel(principal, request.params[0] ?? "");
+        return json(200, presentWorkflow(view));
       },
     },
   ];

@@ -12,6 +12,8 @@ import { CANCEL_TASK } from "./sql/cancel-task.js";
 import { GET_TASK } from "./sql/get-task.js";
 import { INSERT_TASKS } from "./sql/insert-tasks.js";
 import { LIST_TASKS } from "./sql/list-tasks.js";
+import { LOCK_WORKFLOW_OF_TASK } from "./sql/workflows.js";
+import { releaseDependents } from "./workflow-release.js";
 
 /** The Postgres TaskStore. Every method maps failures through fromPgError. */
 export class PgTaskStore implements TaskStore {
@@ -66,9 +68,19 @@ export class PgTaskStore implements TaskStore {
   ): Promise<CancelOutcome> {
     try {
       return await withTenant(this.pool, tenantId, async (client) => {
+        // A workflow node's cancel runs the releaser: its workflow's lock comes
+        // before the task's (lock order of migrations/000007_workflows.sql).
+        await client.query(LOCK_WORKFLOW_OF_TASK, [taskId]);
         const params = [tenantId, taskId, nowMs, apiKeyId, CANCELLABLE_STATUSES];
         const changed = await client.query(CANCEL_TASK, params);
-        if (changed.rows[0]) return { kind: "cancelled", task: toTask(changed.rows[0]) };
+        if (changed.rows[0]) {
+          const task = toTask(changed.rows[0]);
+          // Children it releases reach Redis through the reconciler's re-hydration.
+          if (task.workflowId !== null) {
+            await releaseDependents(client, { taskId: task.id, runAtMs: task.runAtMs }, nowMs);
+          }
+          return { kind: "cancelled", task };
+        }
         const current = await client.query(GET_TASK, [tenantId, taskId]);
         if (!current.rows[0]) return { kind: "not_found" };
         return { kind: "not_cancellable", task: toTask(current.rows[0]) };
@@ -87,20 +99,24 @@ const toHex = (bytes: Uint8Array): string => Buffer.from(bytes).toString("hex");
  */
 export function encodeRows(rows: readonly InsertRequest[]): string {
   const parts: string[] = new Array(rows.length);
-  for (let ord = 0; ord < rows.length; ord++) {
-    const { draft, requestHash, apiKeyId, requestId } = rows[ord]!;
-    parts[ord] =
-      `{"ord":${ord},"id":"${draft.id}","tenant_id":"${draft.tenantId}",` +
-      `"type":${JSON.stringify(draft.type)},"payload":${draft.payloadJson},` +
-      `"priority":"${draft.priority}","run_at_ms":${draft.runAtMs},` +
-      `"max_attempts":${draft.maxAttempts},"timeout_ms":${draft.timeoutMs},` +
-      `"backoff_strategy":"${draft.backoff.strategy}","backoff_base_ms":${draft.backoff.baseMs},` +
-      `"backoff_max_ms":${draft.backoff.maxMs},"created_at_ms":${draft.createdAtMs},` +
-      `"idempotency_key":${draft.idempotencyKey === null ? "null" : JSON.stringify(draft.idempotencyKey)},` +
-      `"request_hash":${requestHash === null ? "null" : `"${toHex(requestHash)}"`},` +
-      `"api_key_id":"${apiKeyId}","request_id":${JSON.stringify(requestId)}}`;
-  }
+  for (let ord = 0; ord < rows.length; ord++) parts[ord] = encodeRow(rows[ord]!, ord);
   return `[${parts.join(",")}]`;
+}
+
+/** One row of encodeRows (workflow nodes use it too, adding their own fields). */
+export function encodeRow(row: InsertRequest, ord: number): string {
+  const { draft, requestHash, apiKeyId, requestId } = row;
+  return (
+    `{"ord":${ord},"id":"${draft.id}","tenant_id":"${draft.tenantId}",` +
+    `"type":${JSON.stringify(draft.type)},"payload":${draft.payloadJson},` +
+    `"priority":"${draft.priority}","run_at_ms":${draft.runAtMs},` +
+    `"max_attempts":${draft.maxAttempts},"timeout_ms":${draft.timeoutMs},` +
+    `"backoff_strategy":"${draft.backoff.strategy}","backoff_base_ms":${draft.backoff.baseMs},` +
+    `"backoff_max_ms":${draft.backoff.maxMs},"created_at_ms":${draft.createdAtMs},` +
+    `"idempotency_key":${draft.idempotencyKey === null ? "null" : JSON.stringify(draft.idempotencyKey)},` +
+    `"request_hash":${requestHash === null ? "null" : `"${toHex(requestHash)}"`},` +
+    `"api_key_id":"${apiKeyId}","request_id":${JSON.stringify(requestId)}}`
+  );
 }
 
 interface TaskRow {
