@@ -8,6 +8,7 @@ import { z } from "zod";
 import { CronSchedule } from "./cron.js";
 import { ChronofenceError, ErrorCode } from "./errors.js";
 import { findJsonProblem, utf8ByteLength } from "./json-limits.js";
+import { fnv1a32, HOT_SHARD_COUNT } from "./shard.js";
 import { MAX_PAYLOAD_DEPTH, TASK_TYPE_PATTERN } from "./submission.js";
 import { BACKOFF_STRATEGIES, type BackoffPolicy, PRIORITIES, type Priority } from "./task.js";
 
@@ -53,8 +54,24 @@ export interface Schedule extends ScheduleSpec {
   updatedAtMs: number;
 }
 
-/** Fields that change when occurrences fire: a change to one re-plans the future. */
-export const TIMING_FIELDS = ["expression", "timeZone", "jitterMs"] as const;
+/** Planning is split by `plan:<shard>` leases, as many shards as the hot tier has. */
+export const planShardOf = (scheduleId: string): number => fnv1a32(scheduleId) % HOT_SHARD_COUNT;
+
+/**
+ * Fields whose change re-plans the occurrences not yet started (they are
+ * cancelled and planned again): when they fire and what their tasks carry.
+ */
+export const REPLAN_FIELDS = [
+  "expression",
+  "timeZone",
+  "jitterMs",
+  "type",
+  "payloadJson",
+  "priority",
+  "maxAttempts",
+  "timeoutMs",
+  "backoff",
+] as const satisfies ReadonlyArray<keyof ScheduleSpec>;
 
 const backoffShape = z
   .strictObject({

@@ -9,6 +9,7 @@ import type { Logger } from "../adapters/logging/logger.js";
 import { ApiMetrics } from "../adapters/metrics/metrics.js";
 import { maintainTaskPartitions } from "../adapters/pg/partitions.js";
 import { createPgPool, type PgPool } from "../adapters/pg/pool.js";
+import { PgScheduleStore } from "../adapters/pg/schedule-store.js";
 import { PgTaskStore } from "../adapters/pg/task-store.js";
 import { PgTenantDirectory } from "../adapters/pg/tenant-directory.js";
 import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
@@ -17,6 +18,7 @@ import { Authenticator } from "../app/authenticator.js";
 import { GroupCommitter } from "../app/group-commit.js";
 import { afterCommit, IngestService } from "../app/ingest.js";
 import { RateLimiter } from "../app/rate-limiter.js";
+import { ScheduleService } from "../app/schedules.js";
 import { TaskQueries } from "../app/task-queries.js";
 import { type Config, horizonMsOf } from "../config/config.js";
 import type { CancelNotifier } from "../ports/cancel-notifier.js";
@@ -105,13 +107,12 @@ export async function startApi(
 
   const bootId = newId().slice(-12);
   let requestSeq = 0;
+  const cancelNotifier = new RedisDispatchHotTier(redis, config.redisKeyPrefix);
   const routes = apiRoutes({
     authenticator,
     ingest,
-    queries: new TaskQueries(
-      notifyingCancels(store, new RedisDispatchHotTier(redis, config.redisKeyPrefix)),
-      clock,
-    ),
+    queries: new TaskQueries(notifyingCancels(store, cancelNotifier), clock),
+    schedules: new ScheduleService(new PgScheduleStore(pool), cancelNotifier, clock, newId),
     health: [
       { name: "postgres", check: () => pool.query("SELECT 1").then(() => undefined) },
       { name: "redis", check: () => hotTier.ping() },
