@@ -105,6 +105,18 @@ const schema = z.object({
   dispatchPgPoolSize: intFromEnv(1, 200).default(4),
   /** CF_METRICS_PORT: /metrics of the roles other than the API (0: any free port). */
   metricsPort: intFromEnv(0, 65535).default(9464),
+  /** CF_CRON_PLAN_AHEAD_MS: the planner materialises occurrences due within this. */
+  cronPlanAheadMs: intFromEnv(1000, DAY_MS).default(600_000),
+  /** CF_CRON_OVERLAP_LEAD_MS: how long before an occurrence an overlap policy (skip, buffer_one) decides. */
+  cronOverlapLeadMs: intFromEnv(100, 600_000).default(3000),
+  /** CF_CRON_MISFIRE_GRACE_MS: an occurrence later than this when planned was missed (misfire policy applies). */
+  cronMisfireGraceMs: intFromEnv(0, DAY_MS).default(60_000),
+  /** CF_CRON_FIRE_ALL_CAP: most missed occurrences that misfire_policy fire_all runs per schedule. */
+  cronFireAllCap: intFromEnv(1, 1000).default(100),
+  /** CF_PLAN_INTERVAL_MS: how often the planner passes over its shards. */
+  planIntervalMs: intFromEnv(50, 600_000).default(1000),
+  /** CF_PLAN_BATCH: schedules per shard per planner transaction. */
+  planBatchSize: intFromEnv(1, 100_000).default(1000),
   /** LOG_LEVEL */
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -153,6 +165,12 @@ const ENV_NAMES: Record<keyof Config, string> = {
   reconcileAheadMs: "CF_RECONCILE_AHEAD_MS",
   dispatchPgPoolSize: "CF_DISPATCH_PG_POOL_SIZE",
   metricsPort: "CF_METRICS_PORT",
+  cronPlanAheadMs: "CF_CRON_PLAN_AHEAD_MS",
+  cronOverlapLeadMs: "CF_CRON_OVERLAP_LEAD_MS",
+  cronMisfireGraceMs: "CF_CRON_MISFIRE_GRACE_MS",
+  cronFireAllCap: "CF_CRON_FIRE_ALL_CAP",
+  planIntervalMs: "CF_PLAN_INTERVAL_MS",
+  planBatchSize: "CF_PLAN_BATCH",
   logLevel: "LOG_LEVEL",
 };
 

@@ -102,11 +102,11 @@ export async function main(argv: string[]): Promise<void> {
     .description("run one or more roles of Chronofence")
     .requiredOption(
       "--roles <list>",
-      "comma-separated roles: api, dispatcher, preloader, reconciler",
+      "comma-separated roles: api, dispatcher, preloader, reconciler, planner",
     )
     .action(async (opts: { roles: string }) => {
       const roles = opts.roles.split(",").map((r) => r.trim());
-      const unknown = roles.filter((r) => r !== "api" && !isDispatchRole(r));
+      const unknown = roles.filter((r) => r !== "api" && r !== "planner" && !isDispatchRole(r));
       if (unknown.length > 0)
         throw new Error(`unknown or not yet available roles: ${unknown.join(", ")}`);
       await runUntilSignal(loadConfig(), roles);
@@ -140,6 +140,14 @@ async function runUntilSignal(config: Config, roles: string[]): Promise<void> {
       `ready ${running.nodeId} roles=${dispatchRoles.join(",")} metrics_port=${running.metricsPort}`,
     );
     stops.push(() => running.stop());
+  }
+  if (roles.includes("planner")) {
+    const { startPlanner } = await import("./planner.js");
+    // Beside the dispatch roles, which listen on CF_METRICS_PORT, take any free port.
+    const metricsPort = dispatchRoles.length > 0 ? 0 : config.metricsPort;
+    const planner = await startPlanner(config, systemClock, logger, metricsPort);
+    console.log(`ready ${planner.nodeId} roles=planner metrics_port=${planner.metricsPort}`);
+    stops.push(() => planner.stop());
   }
   if (roles.includes("api")) {
     const { startApi } = await import("./api.js");
