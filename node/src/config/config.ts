@@ -117,6 +117,10 @@ const schema = z.object({
   planIntervalMs: intFromEnv(50, 600_000).default(1000),
   /** CF_PLAN_BATCH: schedules per shard per planner transaction. */
   planBatchSize: intFromEnv(1, 100_000).default(1000),
+  /** CF_API_URL: where the API is, for the processes that talk to it over HTTP (CLI schedules, watchdog). */
+  apiUrl: z.url().default("http://127.0.0.1:8080"),
+  /** CF_API_KEY: the API key those processes present. */
+  apiKey: z.string().min(1).optional(),
   /** LOG_LEVEL */
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -171,6 +175,8 @@ const ENV_NAMES: Record<keyof Config, string> = {
   cronFireAllCap: "CF_CRON_FIRE_ALL_CAP",
   planIntervalMs: "CF_PLAN_INTERVAL_MS",
   planBatchSize: "CF_PLAN_BATCH",
+  apiUrl: "CF_API_URL",
+  apiKey: "CF_API_KEY",
   logLevel: "LOG_LEVEL",
 };
 

@@ -31,7 +31,7 @@
  */
 import { CronExpressionParser } from "cron-parser";
 import { ChronofenceError, ErrorCode } from "./errors.js";
-import { canonicalTimeZone, offsetMsAt } from "./time-zone.js";
+import { isKnownTimeZone, offsetMsAt } from "./time-zone.js";
 
 type Matcher = ReturnType<typeof CronExpressionParser.parse>;
 
@@ -100,16 +100,15 @@ function matcherOf(expression: string): Matcher {
   }
 }
 
-/** Validates an IANA zone name, returning its canonical spelling. */
+/** Validates an IANA zone name, returning it as given. */
 export function validTimeZone(zone: string): string {
-  const canonical = canonicalTimeZone(zone);
-  if (canonical === null) {
+  if (!isKnownTimeZone(zone)) {
     throw invalid(`unknown time zone ${JSON.stringify(zone.slice(0, 64))}; use an IANA name`, {
       field: "time_zone",
       example: "Europe/Berlin",
     });
   }
-  return canonical;
+  return zone;
 }
 
 export class CronSchedule {

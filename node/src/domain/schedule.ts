@@ -165,7 +165,7 @@ export function validateScheduleCreate(input: unknown, maxPayloadBytes: number):
     expectWithinMs: patch.expectWithinMs ?? null,
     paused: patch.paused ?? false,
   };
-  // The zone is validated (and canonicalised) even when it is the default.
+  // The zone is validated even when it is the default.
   spec.timeZone = CronSchedule.parse(spec.expression, spec.timeZone).zone;
   return { spec, payload };
 }

@@ -32,15 +32,17 @@ function formatterOf(zone: string): Intl.DateTimeFormat {
 const ZONE_NAME = /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/;
 
 /**
- * The canonical IANA name of `zone` ("us/eastern" → "America/New_York"), or
- * null when ICU does not know it.
+ * True when ICU knows `zone` (any case, links such as "US/Eastern" too).
+ * Callers keep the spelling they were given: ICU's own canonical names are
+ * dated ("Asia/Kolkata" resolves to "Asia/Calcutta").
  */
-export function canonicalTimeZone(zone: string): string | null {
-  if (zone.length > 64 || !ZONE_NAME.test(zone)) return null;
+export function isKnownTimeZone(zone: string): boolean {
+  if (zone.length > 64 || !ZONE_NAME.test(zone)) return false;
   try {
-    return new Intl.DateTimeFormat("en-US", { timeZone: zone }).resolvedOptions().timeZone;
+    formatterOf(zone);
+    return true;
   } catch {
-    return null;
+    return false;
   }
 }
 

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { systemClock } from "../adapters/clock/system-clock.js";
 import { createLogger } from "../adapters/logging/logger.js";
 import { type Config, resolveConfig } from "../config/config.js";
+import { registerScheduleCommands } from "./schedules-cli.js";
 
 /** The composition root of the `chronofence` command: each subcommand wires its own adapters. */
 export async function main(argv: string[]): Promise<void> {
@@ -96,6 +97,8 @@ export async function main(argv: string[]): Promise<void> {
       }
       console.log(`revoked ${keyId}`);
     });
+
+  registerScheduleCommands(program, loadConfig);
 
   program
     .command("run")

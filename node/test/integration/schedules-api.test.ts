@@ -3,7 +3,8 @@
  * (bad cron, bad zone → 422 with a clear message; unknown fields → 400),
  * create/list/get/patch/delete, audit rows, and tenant isolation.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { main } from "../../src/main/cli.js";
 import {
   type ApiFixture,
   call,
@@ -77,7 +78,7 @@ describe("lifecycle", () => {
     const created = await api("POST", "/v1/schedules", {
       ...base,
       name: "lifecycle",
-      time_zone: "america/new_york",
+      time_zone: "America/New_York",
       payload: { report: "daily" },
       jitter_ms: 500,
       expect_within_ms: 60_000,
@@ -161,5 +162,52 @@ describe("tenant isolation", () => {
     const same = await api("POST", "/v1/schedules", { ...base, name: "mine" }, other.apiKey);
     expect(same.status).toBe(201);
     expect((await api("GET", `/v1/schedules/${id}`)).body.paused).toBe(false);
+  });
+});
+
+describe("chronofence schedules (CLI over HTTP)", () => {
+  async function cli(...args: string[]): Promise<string[]> {
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => {
+      lines.push(String(line));
+    });
+    try {
+      await main(["node", "chronofence", "schedules", "--api-url", fixture.api.baseUrl, ...args]);
+    } finally {
+      spy.mockRestore();
+    }
+    return lines;
+  }
+
+  it("creates, lists, pauses, resumes and deletes through the API", async () => {
+    // This file's worker is its own process: the CLI reads its key from here.
+    process.env.CF_API_KEY = fixture.tenant.apiKey;
+    const [created] = await cli(
+      "create",
+      "--name",
+      "from-cli",
+      "--cron",
+      "@hourly",
+      "--type",
+      "cli.job",
+      "--tz",
+      "Asia/Kolkata",
+      "--payload",
+      '{"a":1}',
+      "--jitter-ms",
+      "250",
+    );
+    const id = created!.split(/\s+/)[0]!;
+    expect(created).toMatch(/from-cli {2}"@hourly" Asia\/Kolkata {2}cli\.job {2}next 20/);
+    expect((await cli("list")).join("\n")).toContain(id);
+    expect((await cli("pause", id))[0]).toMatch(/paused$/);
+    expect((await cli("resume", id))[0]).toMatch(/next 20/);
+    const [json] = await cli("--json", "get", id);
+    expect(JSON.parse(json!)).toMatchObject({ id, jitter_ms: 250, payload: { a: 1 }, history: [] });
+    expect(await cli("delete", id)).toEqual([`deleted ${id} (0 tasks cancelled)`]);
+    await expect(cli("get", id)).rejects.toThrow(/404 schedule not found/);
+    await expect(cli("create", "--name", "bad", "--cron", "* * *", "--type", "x")).rejects.toThrow(
+      /422 a cron expression has 5 fields/,
+    );
   });
 });
