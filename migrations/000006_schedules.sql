@@ -30,12 +30,12 @@
 --   inserted — two planners, a restart or a replay create it once — then
 --   advances the cursor (never backwards). Runs as the login role: the
 --   planner works across tenants.
--- cf_release_buffered(p_shards integer[], p_lease_prefix text, p_owner text,
---                     p_epochs bigint[], p_now timestamptz)
---   RETURNS (task_id, tenant_id, run_at_ms): buffered tasks of those shards
---   whose schedule has no earlier occurrence in progress become SCHEDULED
---   with run_at = p_now. Only shards whose lease (prefix || shard, epoch at
---   the same index) is current are touched.
+--
+-- Nothing here joins tasks on a column of another table: tasks has a
+-- partition per day (hundreds with a long horizon), and such a join makes
+-- Postgres plan every partition (seconds). Callers read occurrences first,
+-- then their tasks with `id = ANY($ids) AND run_at = ANY($run_ats)`, which
+-- prunes to the few partitions concerned when the statement is planned.
 
 CREATE TABLE schedules (
   id uuid PRIMARY KEY,
@@ -91,12 +91,6 @@ CREATE POLICY schedule_occurrences_tenant ON schedule_occurrences
   USING (tenant_id = cf_current_tenant()) WITH CHECK (tenant_id = cf_current_tenant());
 GRANT SELECT, INSERT, UPDATE, DELETE ON schedules TO chronofence_api;
 GRANT SELECT, DELETE ON schedule_occurrences TO chronofence_api;
-
--- A previous run is in progress while started, or while a retry is pending.
-CREATE FUNCTION cf_task_in_progress(p_status text, p_attempt integer) RETURNS boolean
-  LANGUAGE sql IMMUTABLE PARALLEL SAFE
-  AS $$ SELECT p_status IN ('ARMED', 'RUNNING')
-            OR (p_status IN ('SCHEDULED', 'FAILED') AND p_attempt >= 1) $$;
 
 CREATE FUNCTION cf_plan_occurrences(p_schedules jsonb, p_occurrences jsonb, p_lease text,
                                     p_owner text, p_epoch bigint, p_now timestamptz)
@@ -162,46 +156,4 @@ BEGIN
     FROM created c
    WHERE c.status = 'SCHEDULED';
 END
-$$;
-
-CREATE FUNCTION cf_release_buffered(p_shards integer[], p_lease_prefix text, p_owner text,
-                                    p_epochs bigint[], p_now timestamptz)
-  RETURNS TABLE (task_id uuid, tenant_id uuid, run_at_ms double precision)
-  LANGUAGE sql AS $$
-  WITH fenced AS (
-    SELECT f.shard FROM unnest(p_shards, p_epochs) AS f (shard, epoch)
-      JOIN leases l ON l.name = p_lease_prefix || f.shard AND l.owner = p_owner
-                   AND l.epoch = f.epoch AND l.expires_at > p_now
-  ),
-  ready AS (
-    SELECT o.schedule_id, o.scheduled_for, o.task_id, o.task_run_at
-      FROM schedule_occurrences o
-      JOIN schedules s ON s.id = o.schedule_id
-      JOIN fenced f ON f.shard = s.plan_shard
-     WHERE o.outcome = 'buffered'
-       AND NOT EXISTS (
-         SELECT 1 FROM schedule_occurrences p
-           JOIN tasks t ON t.id = p.task_id AND t.run_at = p.task_run_at
-          WHERE p.schedule_id = o.schedule_id AND p.scheduled_for < o.scheduled_for
-            AND cf_task_in_progress(t.status, t.attempt))
-       FOR UPDATE OF o SKIP LOCKED
-  ),
-  moved AS (
-    UPDATE tasks t SET status = 'SCHEDULED', run_at = p_now, updated_at = p_now
-      FROM ready r
-     WHERE t.id = r.task_id AND t.run_at = r.task_run_at AND t.status = 'WAITING'
-    RETURNING t.id, t.tenant_id, t.run_at
-  ),
-  marked AS (
-    -- Released, or cancelled while it waited: either way no longer buffered.
-    -- (A data-modifying CTE runs to completion whether or not it is read.)
-    UPDATE schedule_occurrences o
-       SET outcome = 'released',
-           task_run_at = CASE WHEN r.task_id IN (SELECT m.id FROM moved m) THEN p_now
-                              ELSE o.task_run_at END
-      FROM ready r
-     WHERE o.schedule_id = r.schedule_id AND o.scheduled_for = r.scheduled_for
-  )
-  SELECT m.id, m.tenant_id, (extract(epoch FROM m.run_at) * 1000)::double precision
-    FROM moved m
 $$;

@@ -35,6 +35,13 @@
 import type { CronSchedule } from "./cron.js";
 import type { MisfirePolicy, OverlapPolicy } from "./schedule.js";
 import { fnv1a32 } from "./shard.js";
+import type { TaskStatus } from "./task.js";
+
+/** A previous occurrence is in progress while started, or while a retry of it is pending. */
+export function isInProgress(status: TaskStatus, attempt: number): boolean {
+  if (status === "ARMED" || status === "RUNNING") return true;
+  return (status === "SCHEDULED" || status === "FAILED") && attempt >= 1;
+}
 
 export type OccurrenceOutcome = "planned" | "buffered" | "skipped_overlap";
 

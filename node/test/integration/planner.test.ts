@@ -455,6 +455,13 @@ describe("overlap policies", () => {
     occurrences = await occurrencesOf(id);
     expect(occurrences[1]).toMatchObject({ outcome: "released", status: "SCHEDULED" });
     expect(occurrences[1]!.run_at_ms).toBe(clock.nowMs());
+    // GET /v1/schedules/{id} shows the same history, newest first, with each task's status.
+    const view = await service().get(principal, id, "10");
+    expect(view.history.map((o) => [o.outcome, o.status])).toEqual([
+      ["skipped_overlap", null],
+      ["released", "SCHEDULED"],
+      ["planned", "COMPLETED"],
+    ]);
     await p.stop();
   });
 

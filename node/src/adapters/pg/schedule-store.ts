@@ -10,10 +10,13 @@ import type {
 } from "../../ports/schedule-store.js";
 import { fromPgError } from "./errors.js";
 import { type PgPool, withTenant } from "./pool.js";
+import { TASK_STATES } from "./sql/plan.js";
 import {
   AUDIT,
-  CANCEL_FUTURE_OCCURRENCES,
+  CANCEL_TASKS,
   DELETE_SCHEDULE,
+  FORGET_OCCURRENCES,
+  FUTURE_OCCURRENCES,
   GET_SCHEDULE,
   INSERT_SCHEDULE,
   LIST_SCHEDULES,
@@ -60,15 +63,21 @@ export class PgScheduleStore implements ScheduleStore {
 
   history(tenantId: string, id: string, limit: number): Promise<OccurrenceRecord[]> {
     return this.run(tenantId, "schedule history", async (client) => {
-      const result = await client.query(OCCURRENCE_HISTORY, [id, limit]);
-      return result.rows.map((row) => ({
+      const rows = (await client.query(OCCURRENCE_HISTORY, [id, limit])).rows;
+      const withTask = rows.filter((row) => row.task_id !== null);
+      const states = await client.query(TASK_STATES, [
+        withTask.map((row) => row.task_id),
+        withTask.map((row) => new Date(Math.round(row.run_at_ms))),
+      ]);
+      const stateOf = new Map(states.rows.map((row) => [row.id as string, row]));
+      return rows.map((row) => ({
         scheduledForMs: Math.round(row.scheduled_for_ms),
         outcome: row.outcome,
         catchUp: row.catch_up,
         taskId: row.task_id,
         runAtMs: row.run_at_ms === null ? null : Math.round(row.run_at_ms),
-        status: row.status,
-        attempt: row.attempt,
+        status: stateOf.get(row.task_id)?.status ?? null,
+        attempt: stateOf.get(row.task_id)?.attempt ?? null,
       }));
     });
   }
@@ -132,6 +141,12 @@ export class PgScheduleStore implements ScheduleStore {
   }
 }
 
+/**
+ * Cancels the unstarted tasks of the schedule's occurrences after `afterMs`
+ * (all when null) and forgets those occurrences and the ones without a
+ * task. A started occurrence keeps its row: it stays the one execution of
+ * that occurrence. Returns the ids cancelled.
+ */
 async function cancelFuture(
   client: pg.PoolClient,
   tenantId: string,
@@ -139,9 +154,18 @@ async function cancelFuture(
   afterMs: number | null,
   nowMs: number,
 ): Promise<string[]> {
-  const params = [tenantId, id, afterMs, nowMs, CANCELLABLE_STATUSES];
-  const result = await client.query(CANCEL_FUTURE_OCCURRENCES, params);
-  return result.rows.map((row: { id: string }) => row.id);
+  const future = (await client.query(FUTURE_OCCURRENCES, [tenantId, id, afterMs])).rows;
+  const withTask = future.filter((row) => row.task_id !== null);
+  const cancelled = await client.query(CANCEL_TASKS, [
+    withTask.map((row) => row.task_id),
+    withTask.map((row) => new Date(Math.round(row.run_at_ms))),
+    nowMs,
+    CANCELLABLE_STATUSES,
+  ]);
+  const cancelledIds = new Set(cancelled.rows.map((row: { id: string }) => row.id));
+  const forget = future.filter((row) => row.task_id === null || cancelledIds.has(row.task_id));
+  await client.query(FORGET_OCCURRENCES, [id, forget.map((row) => row.scheduled_for_ms)]);
+  return [...cancelledIds];
 }
 
 function audit(

@@ -41,46 +41,40 @@ SELECT ${SCHEDULE_COLUMNS} FROM schedules
  WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id > $2::uuid)
  ORDER BY id LIMIT $3`;
 
-/**
- * $1 schedule id, $2 limit → the latest occurrences with their task's state
- * (NULL status when the task's partition was dropped by retention).
- */
+/** $1 schedule id, $2 limit → its latest occurrences (their tasks are read by TASK_STATES). */
 export const OCCURRENCE_HISTORY = `
-SELECT ${ms("o.scheduled_for")} AS scheduled_for_ms, o.outcome, o.catch_up, o.task_id,
-       ${ms("o.task_run_at")} AS run_at_ms, t.status, t.attempt
-  FROM schedule_occurrences o
-  LEFT JOIN tasks t ON t.id = o.task_id AND t.run_at = o.task_run_at
- WHERE o.schedule_id = $1
- ORDER BY o.scheduled_for DESC
+SELECT ${ms("scheduled_for")} AS scheduled_for_ms, outcome, catch_up, task_id,
+       ${ms("task_run_at")} AS run_at_ms
+  FROM schedule_occurrences
+ WHERE schedule_id = $1
+ ORDER BY scheduled_for DESC
  LIMIT $2`;
 
+/** $1 tenant, $2 schedule id, $3 after_ms (nullable: all) → its occurrences after that instant. */
+export const FUTURE_OCCURRENCES = `
+SELECT ${ms("scheduled_for")} AS scheduled_for_ms, task_id, ${ms("task_run_at")} AS run_at_ms
+  FROM schedule_occurrences
+ WHERE tenant_id = $1 AND schedule_id = $2
+   AND ($3::float8 IS NULL OR scheduled_for > ${ts("$3::float8")})`;
+
 /**
- * Cancels the not-yet-started tasks of occurrences after $3 (all when NULL)
- * and forgets those occurrences, so that they can be planned again (after a
- * resume or a change of timing). A started occurrence keeps its row: it
- * stays the one execution of that occurrence.
- * $1 tenant, $2 schedule id, $3 after_ms (nullable), $4 now_ms, $5 cancellable statuses
- * → the ids of the tasks cancelled.
+ * $1 task ids, $2 their run_at (timestamptz[], so the day partitions are
+ * pruned at planning), $3 now_ms, $4 cancellable statuses → the ids cancelled.
  */
-export const CANCEL_FUTURE_OCCURRENCES = `
-WITH future AS (
-  SELECT o.scheduled_for, o.task_id, o.task_run_at FROM schedule_occurrences o
-   WHERE o.tenant_id = $1 AND o.schedule_id = $2
-     AND ($3::float8 IS NULL OR o.scheduled_for > ${ts("$3::float8")})
-),
-cancelled AS (
-  UPDATE tasks t
-     SET status = 'CANCELLED', cancelled_at = ${ts("$4")}, updated_at = ${ts("$4")}
-    FROM future f
-   WHERE t.id = f.task_id AND t.run_at = f.task_run_at AND t.status = ANY($5::text[])
-  RETURNING t.id
-),
-forgotten AS (
-  DELETE FROM schedule_occurrences o USING future f
-   WHERE o.schedule_id = $2 AND o.scheduled_for = f.scheduled_for
-     AND (f.task_id IS NULL OR f.task_id IN (SELECT c.id FROM cancelled c))
-)
-SELECT id FROM cancelled`;
+export const CANCEL_TASKS = `
+UPDATE tasks
+   SET status = 'CANCELLED', cancelled_at = ${ts("$3")}, updated_at = ${ts("$3")}
+ WHERE id = ANY($1::uuid[]) AND run_at = ANY($2::timestamptz[]) AND status = ANY($4::text[])
+RETURNING id`;
+
+/**
+ * $1 schedule id, $2 scheduled_for (float8 ms[]): forgets those occurrences,
+ * so that they can be planned again (after a resume or a change of timing).
+ */
+export const FORGET_OCCURRENCES = `
+DELETE FROM schedule_occurrences o
+ USING unnest($2::float8[]) AS f (scheduled_for_ms)
+ WHERE o.schedule_id = $1 AND o.scheduled_for = ${ts("f.scheduled_for_ms")}`;
 
 /** $1 tenant, $2 id, then the fields as in INSERT_SCHEDULE from $3 → the new row. */
 export const UPDATE_SCHEDULE = `
