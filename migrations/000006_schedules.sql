@@ -17,11 +17,13 @@
 --   SCHEDULED), skipped_overlap (no task). Because tasks is partitioned by
 --   run_at, this table is where "exactly once per occurrence" is enforced.
 --
--- cf_plan_occurrences(p_schedules jsonb, p_occurrences jsonb, p_lease text,
---                     p_owner text, p_epoch bigint, p_now timestamptz)
+-- cf_plan_occurrences(p_schedules jsonb, p_occurrences jsonb, p_leases text[],
+--                     p_owner text, p_epochs bigint[], p_now timestamptz)
 --   RETURNS (task_id, tenant_id, run_at_ms): the SCHEDULED tasks it created.
---   The planner's one write per pass, fenced by its `plan:<shard>` lease
---   (raises SQLSTATE CFL01 when (owner, epoch) is no longer current).
+--   The planner's one write per pass, fenced by the `plan:<shard>` leases of
+--   the shards it covers (p_epochs[i] is the epoch of p_leases[i]); raises
+--   SQLSTATE CFL01, naming the first lease, when one is no longer
+--   (owner, epoch) and unexpired: nothing is written then.
 --   p_schedules: [{id, version, planned_through_ms, next_occurrence_ms}];
 --   p_occurrences: [{schedule_id, scheduled_for_ms, outcome, task_id, run_at_ms}].
 --   Locks each schedule still at the given version (a concurrent PATCH or
@@ -92,18 +94,26 @@ CREATE POLICY schedule_occurrences_tenant ON schedule_occurrences
 GRANT SELECT, INSERT, UPDATE, DELETE ON schedules TO chronofence_api;
 GRANT SELECT, DELETE ON schedule_occurrences TO chronofence_api;
 
-CREATE FUNCTION cf_plan_occurrences(p_schedules jsonb, p_occurrences jsonb, p_lease text,
-                                    p_owner text, p_epoch bigint, p_now timestamptz)
+CREATE FUNCTION cf_plan_occurrences(p_schedules jsonb, p_occurrences jsonb, p_leases text[],
+                                    p_owner text, p_epochs bigint[], p_now timestamptz)
   RETURNS TABLE (task_id uuid, tenant_id uuid, run_at_ms double precision)
   LANGUAGE plpgsql AS $$
 #variable_conflict use_column
+DECLARE
+  v_stale text;
 BEGIN
   PERFORM 1 FROM leases l
-   WHERE l.name = p_lease AND l.owner = p_owner AND l.epoch = p_epoch AND l.expires_at > p_now
+   WHERE l.name = ANY(p_leases) AND l.owner = p_owner AND l.expires_at > p_now
    FOR SHARE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'planner lease % is no longer held at epoch %', p_lease, p_epoch
-      USING ERRCODE = 'CFL01';
+  SELECT w.name INTO v_stale
+    FROM unnest(p_leases, p_epochs) AS w (name, epoch)
+   WHERE NOT EXISTS (SELECT 1 FROM leases l
+                      WHERE l.name = w.name AND l.owner = p_owner AND l.epoch = w.epoch
+                        AND l.expires_at > p_now)
+   LIMIT 1;
+  IF v_stale IS NOT NULL THEN
+    RAISE EXCEPTION 'planner lease % is no longer held', v_stale
+      USING ERRCODE = 'CFL01', DETAIL = v_stale;
   END IF;
 
   RETURN QUERY

@@ -1,8 +1,9 @@
 /**
- * The cron planner: for each shard whose `plan:<shard>` lease this process
- * holds, materialises the next occurrences of the shard's schedules as
- * tasks ahead of time (domain/schedule-plan.ts decides what), in one fenced
- * transaction per shard and pass, then feeds the hot tier like ingest does.
+ * The cron planner: for the shards whose `plan:<shard>` lease this process
+ * holds, materialises the next occurrences of their schedules as tasks
+ * ahead of time (domain/schedule-plan.ts decides what), a batch of due
+ * schedules at a time in one transaction fenced by the leases of the shards
+ * it covers, then feeds the hot tier like ingest does.
  *
  * Exactly once per occurrence does not rest on the lease: the database
  * inserts each (schedule_id, scheduled_for) once and creates a task only for
@@ -30,7 +31,7 @@ const MAX_CACHED_CRONS = 200_000;
 
 export interface PlannerOptions extends PlanOptions {
   nodeId: string;
-  /** Schedules read per shard per pass; a full batch asks for another pass at once. */
+  /** Schedules per transaction; a full batch asks for another pass at once. */
   batchSize: number;
   /** Created tasks due within this go to the hot tier at once (as at ingest). */
   hotWindowMs: number;
@@ -65,7 +66,7 @@ export function planLeasesOf(manager: LeaseManager): PlannerLeases {
 export interface PassReport {
   schedules: number;
   tasks: number;
-  /** A shard had more due schedules than one batch. */
+  /** More schedules were due than one batch. */
   more: boolean;
 }
 
@@ -83,27 +84,28 @@ export class Planner {
     private readonly onError: (error: unknown, what: string) => void,
   ) {}
 
-  /** One pass over every owned shard, then the buffered releases. */
+  /** One batch of due schedules over every owned shard, then the buffered releases. */
   async pass(): Promise<PassReport> {
     const report: PassReport = { schedules: 0, tasks: 0, more: false };
     const owned = this.leases.owned();
-    for (const { shard, epoch } of owned) {
-      const nowMs = this.clock.nowMs();
-      const due = await this.store.dueSchedules(
-        shard,
-        nowMs + this.options.planAheadMs,
-        nowMs + this.options.overlapLeadMs,
-        this.options.batchSize,
-      );
-      if (due.length === 0) continue;
-      const created = await this.commitShard(shard, epoch, due, nowMs);
-      if (created === null) continue;
-      report.schedules += due.length;
-      report.tasks += created.length;
-      report.more ||= due.length === this.options.batchSize;
-      this.feedHotTier(created, nowMs);
+    if (owned.length === 0) return report;
+    let nowMs = this.clock.nowMs();
+    const due = await this.store.dueSchedules(
+      owned.map((o) => o.shard),
+      nowMs + this.options.planAheadMs,
+      nowMs + this.options.overlapLeadMs,
+      this.options.batchSize,
+    );
+    if (due.length > 0) {
+      const created = await this.commit(owned, due, nowMs);
+      if (created !== null) {
+        report.schedules = due.length;
+        report.tasks = created.length;
+        report.more = due.length === this.options.batchSize;
+        this.feedHotTier(created, nowMs);
+      }
     }
-    const nowMs = this.clock.nowMs();
+    nowMs = this.clock.nowMs();
     const released = await this.store.releaseBuffered(
       owned,
       `${PLAN_FAMILY}:`,
@@ -117,9 +119,8 @@ export class Planner {
     return report;
   }
 
-  private async commitShard(
-    shard: number,
-    epoch: number,
+  private async commit(
+    owned: Array<{ shard: number; epoch: number }>,
     due: DueSchedule[],
     nowMs: number,
   ): Promise<DueEntry[] | null> {
@@ -162,13 +163,17 @@ export class Planner {
         this.metrics.planned(o.outcome, 1);
       }
     }
-    const lease = { name: `${PLAN_FAMILY}:${shard}`, owner: this.options.nodeId, epoch };
+    const shards = new Set(due.map((s) => s.planShard));
+    const leases = owned
+      .filter((o) => shards.has(o.shard))
+      .map((o) => ({ name: `${PLAN_FAMILY}:${o.shard}`, epoch: o.epoch }));
     try {
-      return await this.store.commit(lease, cursors, occurrences, nowMs);
+      return await this.store.commit(this.options.nodeId, leases, cursors, occurrences, nowMs);
     } catch (error) {
       if (!(error instanceof StalePlanLeaseError)) throw error;
       this.metrics.staleLease();
-      this.leases.expire(shard);
+      const shard = Number(error.lease.slice(`${PLAN_FAMILY}:`.length));
+      if (Number.isInteger(shard)) this.leases.expire(shard);
       return null;
     }
   }

@@ -13,6 +13,7 @@ export interface DueSchedule {
   jitterMs: number;
   version: number;
   plannedThroughMs: number;
+  planShard: number;
   /** The latest occurrence that has a task is still in progress (only read when overlap ≠ allow). */
   previousInProgress: boolean;
   /** An occurrence is buffered, its task WAITING (only read for buffer_one). */
@@ -38,13 +39,12 @@ export interface CursorRow {
 
 export interface PlanLease {
   name: string;
-  owner: string;
   epoch: number;
 }
 
-/** Thrown by commit when the lease is no longer (owner, epoch): nothing was written. */
+/** Thrown by commit when a lease is no longer (owner, epoch): nothing was written. */
 export class StalePlanLeaseError extends Error {
-  constructor(lease: string) {
+  constructor(readonly lease: string) {
     super(`planner lease ${lease} is no longer held`);
     this.name = "StalePlanLeaseError";
   }
@@ -56,24 +56,25 @@ export class StalePlanLeaseError extends Error {
  */
 export interface PlanStore {
   /**
-   * Unpaused schedules of `shard` whose next occurrence is at or before
+   * Unpaused schedules of `shards` whose next occurrence is at or before
    * `allowUntilMs` (overlap allow) or `overlapUntilMs` (the others),
    * earliest first, at most `limit`.
    */
   dueSchedules(
-    shard: number,
+    shards: readonly number[],
     allowUntilMs: number,
     overlapUntilMs: number,
     limit: number,
   ): Promise<DueSchedule[]>;
   /**
-   * Writes the occurrences and cursors of one pass over one shard in one
-   * transaction, fenced by the lease; skips schedules changed since they
-   * were read, and occurrences that exist already. Returns the SCHEDULED
-   * tasks it created (for the hot tier).
+   * Writes the occurrences and cursors of one batch in one transaction,
+   * fenced by the leases of the shards it covers, all of `owner`; skips
+   * schedules changed since they were read, and occurrences that exist
+   * already. Returns the SCHEDULED tasks it created (for the hot tier).
    */
   commit(
-    lease: PlanLease,
+    owner: string,
+    leases: readonly PlanLease[],
     cursors: readonly CursorRow[],
     occurrences: readonly OccurrenceRow[],
     nowMs: number,

@@ -262,7 +262,8 @@ describe("exactly once", () => {
     const newId = uuidv7From(clock);
     const write = () =>
       store.commit(
-        { name, owner: "replayer", epoch },
+        "replayer",
+        [{ name, epoch }],
         [
           {
             id,

@@ -41,13 +41,13 @@ export class PgPlanStore implements PlanStore {
   constructor(private readonly pool: PgPool) {}
 
   async dueSchedules(
-    shard: number,
+    shards: readonly number[],
     allowUntilMs: number,
     overlapUntilMs: number,
     limit: number,
   ): Promise<DueSchedule[]> {
     try {
-      const params = [shard, allowUntilMs, overlapUntilMs, limit];
+      const params = [shards, allowUntilMs, overlapUntilMs, limit];
       const rows = (await this.pool.query(DUE_SCHEDULES, params)).rows;
       const due: DueSchedule[] = rows.map((row) => ({
         id: row.id,
@@ -59,6 +59,7 @@ export class PgPlanStore implements PlanStore {
         jitterMs: row.jitter_ms,
         version: row.version,
         plannedThroughMs: Math.round(row.planned_through_ms),
+        planShard: row.plan_shard,
         previousInProgress: false,
         buffered: false,
       }));
@@ -70,7 +71,8 @@ export class PgPlanStore implements PlanStore {
   }
 
   async commit(
-    lease: PlanLease,
+    owner: string,
+    leases: readonly PlanLease[],
     cursors: readonly CursorRow[],
     occurrences: readonly OccurrenceRow[],
     nowMs: number,
@@ -94,13 +96,19 @@ export class PgPlanStore implements PlanStore {
       })),
     );
     try {
-      const params = [cursorJson, occurrenceJson, lease.name, lease.owner, lease.epoch, nowMs];
+      const params = [
+        cursorJson,
+        occurrenceJson,
+        leases.map((l) => l.name),
+        owner,
+        leases.map((l) => l.epoch),
+        nowMs,
+      ];
       const result = await this.pool.query(PLAN_OCCURRENCES, params);
       return result.rows.map(toDueEntry);
     } catch (error) {
-      if ((error as { code?: string }).code === STALE_LEASE) {
-        throw new StalePlanLeaseError(lease.name);
-      }
+      const { code, detail } = error as { code?: string; detail?: string };
+      if (code === STALE_LEASE) throw new StalePlanLeaseError(detail ?? "");
       throw fromPgError(error, "plan occurrences");
     }
   }

@@ -7,14 +7,14 @@
 const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
 
 /**
- * $1 shard, $2 allow_until_ms, $3 overlap_until_ms, $4 limit → unpaused
- * schedules of the shard due for planning, earliest next occurrence first.
+ * $1 shards int[], $2 allow_until_ms, $3 overlap_until_ms, $4 limit → unpaused
+ * schedules of those shards due for planning, earliest next occurrence first.
  */
 export const DUE_SCHEDULES = `
 SELECT id, tenant_id, expression, time_zone, misfire_policy, overlap_policy, jitter_ms,
-       version::float8 AS version, ${ms("planned_through")} AS planned_through_ms
+       version::float8 AS version, ${ms("planned_through")} AS planned_through_ms, plan_shard
   FROM schedules
- WHERE plan_shard = $1 AND NOT paused
+ WHERE plan_shard = ANY($1::int[]) AND NOT paused
    AND next_occurrence_at <= timestamptz 'epoch' + (CASE WHEN overlap_policy = 'allow'
                               THEN $2::float8 ELSE $3::float8 END) * interval '1 millisecond'
  ORDER BY next_occurrence_at
@@ -45,10 +45,10 @@ SELECT schedule_id, ${ms("scheduled_for")} AS scheduled_for_ms, task_id,
 export const TASK_STATES = `
 SELECT id, status, attempt FROM tasks WHERE id = ANY($1::uuid[]) AND run_at = ANY($2::timestamptz[])`;
 
-/** $1 cursors jsonb, $2 occurrences jsonb, $3 lease, $4 owner, $5 epoch, $6 now_ms. */
+/** $1 cursors jsonb, $2 occurrences jsonb, $3 leases text[], $4 owner, $5 epochs bigint[], $6 now_ms. */
 export const PLAN_OCCURRENCES = `
 SELECT task_id, tenant_id, run_at_ms
-  FROM cf_plan_occurrences($1::jsonb, $2::jsonb, $3, $4, $5,
+  FROM cf_plan_occurrences($1::jsonb, $2::jsonb, $3::text[], $4, $5::bigint[],
                            timestamptz 'epoch' + $6 * interval '1 millisecond')`;
 
 /**
