@@ -121,6 +121,16 @@ const schema = z.object({
   apiUrl: z.url().default("http://127.0.0.1:8080"),
   /** CF_API_KEY: the API key those processes present. */
   apiKey: z.string().min(1).optional(),
+  /** CF_WATCHDOG_CANARY_INTERVAL_MS: the watchdog submits a canary task this often. */
+  watchdogCanaryIntervalMs: intFromEnv(100, DAY_MS).default(60_000),
+  /** CF_WATCHDOG_CANARY_DELAY_MS: each canary is due this long after its submission. */
+  watchdogCanaryDelayMs: intFromEnv(0, 3_600_000).default(5000),
+  /** CF_WATCHDOG_CANARY_DEADLINE_MS: a canary not COMPLETED this long after submission raises the alert. */
+  watchdogCanaryDeadlineMs: intFromEnv(100, DAY_MS).default(120_000),
+  /** CF_WATCHDOG_CHECK_INTERVAL_MS: how often the watchdog checks canaries and dead man's switches. */
+  watchdogCheckIntervalMs: intFromEnv(50, 3_600_000).default(5000),
+  /** CF_WATCHDOG_WEBHOOK_URL: alerts (firing and resolved) are POSTed here as JSON. */
+  watchdogWebhookUrl: z.url().optional(),
   /** LOG_LEVEL */
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -177,6 +187,11 @@ const ENV_NAMES: Record<keyof Config, string> = {
   planBatchSize: "CF_PLAN_BATCH",
   apiUrl: "CF_API_URL",
   apiKey: "CF_API_KEY",
+  watchdogCanaryIntervalMs: "CF_WATCHDOG_CANARY_INTERVAL_MS",
+  watchdogCanaryDelayMs: "CF_WATCHDOG_CANARY_DELAY_MS",
+  watchdogCanaryDeadlineMs: "CF_WATCHDOG_CANARY_DEADLINE_MS",
+  watchdogCheckIntervalMs: "CF_WATCHDOG_CHECK_INTERVAL_MS",
+  watchdogWebhookUrl: "CF_WATCHDOG_WEBHOOK_URL",
   logLevel: "LOG_LEVEL",
 };
 

@@ -101,6 +101,22 @@ export async function main(argv: string[]): Promise<void> {
   registerScheduleCommands(program, loadConfig);
 
   program
+    .command("watchdog")
+    .description("canary tasks and dead man's switches, through the API (CF_API_URL, CF_API_KEY)")
+    .action(async () => {
+      const config = loadConfig();
+      const logger = createLogger({ level: config.logLevel, name: "chronofence-watchdog" });
+      const { startWatchdog } = await import("./watchdog.js");
+      const running = await startWatchdog(config, systemClock, logger);
+      console.log(`ready watchdog metrics_port=${running.metricsPort}`);
+      await new Promise<void>((resolve) => {
+        const stop = () => void running.stop().then(resolve);
+        process.once("SIGTERM", stop);
+        process.once("SIGINT", stop);
+      });
+    });
+
+  program
     .command("run")
     .description("run one or more roles of Chronofence")
     .requiredOption(
