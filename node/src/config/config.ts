@@ -136,6 +136,32 @@ const schema = z.object({
   workerMaxResultBytes: intFromEnv(2, 64 * MiB).default(1 * MiB),
   /** CF_WORKER_METRICS_PORT: /metrics of the worker role (0: any free port). */
   workerMetricsPort: intFromEnv(0, 65535).default(9465),
+  /** CF_CRON_PLAN_AHEAD_MS: the planner materialises occurrences due within this. */
+  cronPlanAheadMs: intFromEnv(1000, DAY_MS).default(600_000),
+  /** CF_CRON_OVERLAP_LEAD_MS: how long before an occurrence an overlap policy (skip, buffer_one) decides. */
+  cronOverlapLeadMs: intFromEnv(100, 600_000).default(3000),
+  /** CF_CRON_MISFIRE_GRACE_MS: an occurrence later than this when planned was missed (misfire policy applies). */
+  cronMisfireGraceMs: intFromEnv(0, DAY_MS).default(60_000),
+  /** CF_CRON_FIRE_ALL_CAP: most missed occurrences that misfire_policy fire_all runs per schedule. */
+  cronFireAllCap: intFromEnv(1, 1000).default(100),
+  /** CF_PLAN_INTERVAL_MS: how often the planner passes over its shards. */
+  planIntervalMs: intFromEnv(50, 600_000).default(1000),
+  /** CF_PLAN_BATCH: schedules per shard per planner transaction. */
+  planBatchSize: intFromEnv(1, 100_000).default(1000),
+  /** CF_API_URL: where the API is, for the processes that talk to it over HTTP (CLI schedules, watchdog). */
+  apiUrl: z.url().default("http://127.0.0.1:8080"),
+  /** CF_API_KEY: the API key those processes present. */
+  apiKey: z.string().min(1).optional(),
+  /** CF_WATCHDOG_CANARY_INTERVAL_MS: the watchdog submits a canary task this often. */
+  watchdogCanaryIntervalMs: intFromEnv(100, DAY_MS).default(60_000),
+  /** CF_WATCHDOG_CANARY_DELAY_MS: each canary is due this long after its submission. */
+  watchdogCanaryDelayMs: intFromEnv(0, 3_600_000).default(5000),
+  /** CF_WATCHDOG_CANARY_DEADLINE_MS: a canary not COMPLETED this long after submission raises the alert. */
+  watchdogCanaryDeadlineMs: intFromEnv(100, DAY_MS).default(120_000),
+  /** CF_WATCHDOG_CHECK_INTERVAL_MS: how often the watchdog checks canaries and dead man's switches. */
+  watchdogCheckIntervalMs: intFromEnv(50, 3_600_000).default(5000),
+  /** CF_WATCHDOG_WEBHOOK_URL: alerts (firing and resolved) are POSTed here as JSON. */
+  watchdogWebhookUrl: z.url().optional(),
   /** LOG_LEVEL */
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -198,6 +224,19 @@ const ENV_NAMES: Record<keyof Config, string> = {
   workerSessionTimeoutMs: "CF_WORKER_SESSION_TIMEOUT_MS",
   workerMaxResultBytes: "CF_WORKER_MAX_RESULT_BYTES",
   workerMetricsPort: "CF_WORKER_METRICS_PORT",
+  cronPlanAheadMs: "CF_CRON_PLAN_AHEAD_MS",
+  cronOverlapLeadMs: "CF_CRON_OVERLAP_LEAD_MS",
+  cronMisfireGraceMs: "CF_CRON_MISFIRE_GRACE_MS",
+  cronFireAllCap: "CF_CRON_FIRE_ALL_CAP",
+  planIntervalMs: "CF_PLAN_INTERVAL_MS",
+  planBatchSize: "CF_PLAN_BATCH",
+  apiUrl: "CF_API_URL",
+  apiKey: "CF_API_KEY",
+  watchdogCanaryIntervalMs: "CF_WATCHDOG_CANARY_INTERVAL_MS",
+  watchdogCanaryDelayMs: "CF_WATCHDOG_CANARY_DELAY_MS",
+  watchdogCanaryDeadlineMs: "CF_WATCHDOG_CANARY_DEADLINE_MS",
+  watchdogCheckIntervalMs: "CF_WATCHDOG_CHECK_INTERVAL_MS",
+  watchdogWebhookUrl: "CF_WATCHDOG_WEBHOOK_URL",
   logLevel: "LOG_LEVEL",
 };
 

@@ -17,6 +17,8 @@ export const ErrorCode = {
   NotFound: "not_found",
   /** The idempotency key was used before with a different request body. Permanent. */
   IdempotencyConflict: "idempotency_conflict",
+  /** The name is taken by another resource of the tenant (e.g. a schedule name). */
+  NameTaken: "name_taken",
   /** The task is in a state that does not allow the operation (e.g. cancel a running task). */
   InvalidTransition: "invalid_transition",
   /** The body or a task payload is larger than allowed. Permanent for that body. */

@@ -10,6 +10,7 @@ import { ApiMetrics } from "../adapters/metrics/metrics.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import { maintainTaskPartitions } from "../adapters/pg/partitions.js";
 import { createPgPool, type PgPool } from "../adapters/pg/pool.js";
+import { PgScheduleStore } from "../adapters/pg/schedule-store.js";
 import { PgTaskStore } from "../adapters/pg/task-store.js";
 import { PgTenantDirectory } from "../adapters/pg/tenant-directory.js";
 import { PgWorkflowStore } from "../adapters/pg/workflow-store.js";
@@ -19,6 +20,7 @@ import { Authenticator } from "../app/authenticator.js";
 import { GroupCommitter } from "../app/group-commit.js";
 import { afterCommit, IngestService } from "../app/ingest.js";
 import { RateLimiter } from "../app/rate-limiter.js";
+import { ScheduleService } from "../app/schedules.js";
 import { TaskQueries } from "../app/task-queries.js";
 import { WorkflowService } from "../app/workflows.js";
 import { type Config, horizonMsOf } from "../config/config.js";
@@ -116,13 +118,12 @@ export async function startApi(
 
   const bootId = newId().slice(-12);
   let requestSeq = 0;
+  const cancelNotifier = new RedisDispatchHotTier(redis, config.redisKeyPrefix);
   const routes = apiRoutes({
     authenticator,
     ingest,
-    queries: new TaskQueries(
-      notifyingCancels(store, new RedisDispatchHotTier(redis, config.redisKeyPrefix)),
-      clock,
-    ),
+    queries: new TaskQueries(notifyingCancels(store, cancelNotifier), clock),
+    schedules: new ScheduleService(new PgScheduleStore(pool), cancelNotifier, clock, newId),
     // The API's pool runs as chronofence_api: row-level security scopes every execution call.
     executions: new PgExecutionStore(pool, {
       rowLevelSecurity: true,

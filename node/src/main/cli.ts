@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { systemClock } from "../adapters/clock/system-clock.js";
 import { createLogger } from "../adapters/logging/logger.js";
 import { type Config, resolveConfig } from "../config/config.js";
+import { registerScheduleCommands } from "./schedules-cli.js";
 
 /** The composition root of the `chronofence` command: each subcommand wires its own adapters. */
 export async function main(argv: string[]): Promise<void> {
@@ -97,12 +98,30 @@ export async function main(argv: string[]): Promise<void> {
       console.log(`revoked ${keyId}`);
     });
 
+  registerScheduleCommands(program, loadConfig);
+
+  program
+    .command("watchdog")
+    .description("canary tasks and dead man's switches, through the API (CF_API_URL, CF_API_KEY)")
+    .action(async () => {
+      const config = loadConfig();
+      const logger = createLogger({ level: config.logLevel, name: "chronofence-watchdog" });
+      const { startWatchdog } = await import("./watchdog.js");
+      const running = await startWatchdog(config, systemClock, logger);
+      console.log(`ready watchdog metrics_port=${running.metricsPort}`);
+      await new Promise<void>((resolve) => {
+        const stop = () => void running.stop().then(resolve);
+        process.once("SIGTERM", stop);
+        process.once("SIGINT", stop);
+      });
+    });
+
   program
     .command("run")
     .description("run one or more roles of Chronofence")
     .requiredOption(
       "--roles <list>",
-      "comma-separated roles: api, dispatcher, preloader, reconciler, worker",
+      "comma-separated roles: api, dispatcher, preloader, reconciler, worker, planner",
     )
     .option(
       "--queues <list>",
@@ -111,7 +130,9 @@ export async function main(argv: string[]): Promise<void> {
     .option("--handlers <module>", "worker: a module exporting user handlers (CF_WORKER_HANDLERS)")
     .action(async (opts: { roles: string; queues?: string; handlers?: string }) => {
       const roles = opts.roles.split(",").map((r) => r.trim());
-      const unknown = roles.filter((r) => r !== "api" && r !== "worker" && !isDispatchRole(r));
+      const unknown = roles.filter(
+        (r) => r !== "api" && r !== "worker" && r !== "planner" && !isDispatchRole(r),
+      );
       if (unknown.length > 0)
         throw new Error(`unknown or not yet available roles: ${unknown.join(", ")}`);
       const overrides = {
@@ -155,6 +176,14 @@ async function runUntilSignal(config: Config, roles: string[]): Promise<void> {
     const worker = await startWorker(config, systemClock, logger);
     console.log(`ready ${worker.workerId} roles=worker metrics_port=${worker.metricsPort}`);
     stops.push(() => worker.stop());
+  }
+  if (roles.includes("planner")) {
+    const { startPlanner } = await import("./planner.js");
+    // Beside the dispatch roles, which listen on CF_METRICS_PORT, take any free port.
+    const metricsPort = dispatchRoles.length > 0 ? 0 : config.metricsPort;
+    const planner = await startPlanner(config, systemClock, logger, metricsPort);
+    console.log(`ready ${planner.nodeId} roles=planner metrics_port=${planner.metricsPort}`);
+    stops.push(() => planner.stop());
   }
   if (roles.includes("api")) {
     const { startApi } = await import("./api.js");

@@ -8,6 +8,7 @@ export const STATUS_OF_CODE: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.Unauthorized]: 401,
   [ErrorCode.NotFound]: 404,
   [ErrorCode.IdempotencyConflict]: 409,
+  [ErrorCode.NameTaken]: 409,
   [ErrorCode.InvalidTransition]: 409,
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.RateLimited]: 429,

@@ -22,7 +22,7 @@ export interface HttpReply {
 export type Route = BodylessRoute | BodyRoute;
 
 interface RouteBase {
-  method: "get" | "post" | "del";
+  method: "get" | "post" | "patch" | "del";
   /** uWS pattern syntax: `/v1/tasks/:id`. */
   pattern: string;
   /** The metrics label, e.g. `GET /v1/tasks/{id}`. */

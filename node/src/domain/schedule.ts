@@ -1,0 +1,264 @@
+/**
+ * Cron schedules as stored, and validation of `POST /v1/schedules` and
+ * `PATCH /v1/schedules/{id}` bodies. As for tasks, two layers: shape
+ * (400 invalid_request: unknown field, wrong JSON type) and rules
+ * (422 unprocessable: bad cron, unknown time zone, ranges).
+ */
+import { z } from "zod";
+import { CronSchedule } from "./cron.js";
+import { ChronofenceError, ErrorCode } from "./errors.js";
+import { findJsonProblem, utf8ByteLength } from "./json-limits.js";
+import { fnv1a32, HOT_SHARD_COUNT } from "./shard.js";
+import { MAX_PAYLOAD_DEPTH, TASK_TYPE_PATTERN } from "./submission.js";
+import { BACKOFF_STRATEGIES, type BackoffPolicy, PRIORITIES, type Priority } from "./task.js";
+
+export const MISFIRE_POLICIES = ["skip", "fire_once", "fire_all"] as const;
+export type MisfirePolicy = (typeof MISFIRE_POLICIES)[number];
+export const OVERLAP_POLICIES = ["allow", "skip", "buffer_one"] as const;
+export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
+
+export const SCHEDULE_NAME_PATTERN = /^[A-Za-z0-9._:/ -]{1,200}$/;
+const DAY_MS = 86_400_000;
+export const MAX_JITTER_MS = 3_600_000;
+
+/** What a user sets on a schedule (times in ms, payload as JSON text). */
+export interface ScheduleSpec {
+  name: string;
+  expression: string;
+  timeZone: string;
+  type: string;
+  payloadJson: string;
+  priority: Priority;
+  maxAttempts: number;
+  timeoutMs: number;
+  backoff: BackoffPolicy;
+  misfirePolicy: MisfirePolicy;
+  overlapPolicy: OverlapPolicy;
+  jitterMs: number;
+  /** Dead man's switch: an occurrence not COMPLETED this long after its run_at alerts. */
+  expectWithinMs: number | null;
+  paused: boolean;
+}
+
+export interface Schedule extends ScheduleSpec {
+  id: string;
+  tenantId: string;
+  payload: unknown;
+  /** Bumped by every change; the planner's writes name the version they planned from. */
+  version: number;
+  /** Every occurrence at or before this instant has been decided (planned, skipped, missed). */
+  plannedThroughMs: number;
+  /** The first occurrence after plannedThroughMs (null: the expression never fires again). */
+  nextOccurrenceMs: number | null;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+
+/** Planning is split by `plan:<shard>` leases, as many shards as the hot tier has. */
+export const planShardOf = (scheduleId: string): number => fnv1a32(scheduleId) % HOT_SHARD_COUNT;
+
+/**
+ * Fields whose change re-plans the occurrences not yet started (they are
+ * cancelled and planned again): when they fire and what their tasks carry.
+ */
+export const REPLAN_FIELDS = [
+  "expression",
+  "timeZone",
+  "jitterMs",
+  "type",
+  "payloadJson",
+  "priority",
+  "maxAttempts",
+  "timeoutMs",
+  "backoff",
+] as const satisfies ReadonlyArray<keyof ScheduleSpec>;
+
+const backoffShape = z
+  .strictObject({
+    strategy: z.string().optional(),
+    base_ms: z.number().optional(),
+    max_ms: z.number().optional(),
+  })
+  .optional();
+
+const shapeFields = {
+  name: z.string(),
+  expression: z.string(),
+  time_zone: z.string().optional(),
+  type: z.string(),
+  payload: z.unknown().optional(),
+  priority: z.string().optional(),
+  max_attempts: z.number().optional(),
+  timeout_ms: z.number().optional(),
+  backoff: backoffShape,
+  misfire_policy: z.string().optional(),
+  overlap_policy: z.string().optional(),
+  jitter_ms: z.number().optional(),
+  expect_within_ms: z.number().nullable().optional(),
+  paused: z.boolean().optional(),
+};
+const createShape = z.strictObject(shapeFields);
+const patchShape = z.strictObject({
+  ...shapeFields,
+  name: z.string().optional(),
+  expression: z.string().optional(),
+  type: z.string().optional(),
+});
+
+const int = (min: number, max: number) => z.number().int().min(min).max(max);
+const ruleFields = {
+  name: z.string().regex(SCHEDULE_NAME_PATTERN, "1-200 letters, digits, spaces and . _ : / -"),
+  type: z.string().regex(TASK_TYPE_PATTERN, "1-128 letters, digits and . _ : / -"),
+  priority: z.enum(PRIORITIES),
+  max_attempts: int(1, 100),
+  timeout_ms: int(1, DAY_MS),
+  backoff: z.object({
+    strategy: z.enum(BACKOFF_STRATEGIES).default("exponential"),
+    base_ms: int(1, DAY_MS).default(1000),
+    max_ms: int(1, 7 * DAY_MS).default(3_600_000),
+  }),
+  misfire_policy: z.enum(MISFIRE_POLICIES),
+  overlap_policy: z.enum(OVERLAP_POLICIES),
+  jitter_ms: int(0, MAX_JITTER_MS),
+  expect_within_ms: int(1, 30 * DAY_MS).nullable(),
+};
+const ruleObject = z.object(ruleFields).partial();
+
+export const SCHEDULE_DEFAULTS = {
+  timeZone: "UTC",
+  priority: "standard" as Priority,
+  maxAttempts: 3,
+  timeoutMs: 30_000,
+  backoff: { strategy: "exponential", baseMs: 1000, maxMs: 3_600_000 } as BackoffPolicy,
+  misfirePolicy: "fire_once" as MisfirePolicy,
+  overlapPolicy: "allow" as OverlapPolicy,
+  jitterMs: 0,
+};
+
+/** A validated patch: only the fields given (payload re-serialised). */
+export type SchedulePatch = Partial<ScheduleSpec>;
+
+export interface ValidatedSchedule {
+  spec: ScheduleSpec;
+  payload: unknown;
+}
+
+/** Validates a create body; `maxPayloadBytes` is the tenant's task payload limit. */
+export function validateScheduleCreate(input: unknown, maxPayloadBytes: number): ValidatedSchedule {
+  const shaped = createShape.safeParse(input);
+  if (!shaped.success) throw malformed(shaped.error);
+  const patch = checkRules(shaped.data, maxPayloadBytes);
+  const payload = shaped.data.payload ?? null;
+  const spec: ScheduleSpec = {
+    name: patch.name!,
+    expression: patch.expression!,
+    timeZone: patch.timeZone ?? SCHEDULE_DEFAULTS.timeZone,
+    type: patch.type!,
+    payloadJson: patch.payloadJson ?? "null",
+    priority: patch.priority ?? SCHEDULE_DEFAULTS.priority,
+    maxAttempts: patch.maxAttempts ?? SCHEDULE_DEFAULTS.maxAttempts,
+    timeoutMs: patch.timeoutMs ?? SCHEDULE_DEFAULTS.timeoutMs,
+    backoff: patch.backoff ?? SCHEDULE_DEFAULTS.backoff,
+    misfirePolicy: patch.misfirePolicy ?? SCHEDULE_DEFAULTS.misfirePolicy,
+    overlapPolicy: patch.overlapPolicy ?? SCHEDULE_DEFAULTS.overlapPolicy,
+    jitterMs: patch.jitterMs ?? SCHEDULE_DEFAULTS.jitterMs,
+    expectWithinMs: patch.expectWithinMs ?? null,
+    paused: patch.paused ?? false,
+  };
+  // The zone is validated even when it is the default.
+  spec.timeZone = CronSchedule.parse(spec.expression, spec.timeZone).zone;
+  return { spec, payload };
+}
+
+/** Validates a PATCH body against the stored schedule (for expression/zone consistency). */
+export function validateSchedulePatch(
+  input: unknown,
+  current: Pick<ScheduleSpec, "expression" | "timeZone">,
+  maxPayloadBytes: number,
+): { patch: SchedulePatch; payload?: unknown } {
+  const shaped = patchShape.safeParse(input);
+  if (!shaped.success) throw malformed(shaped.error);
+  if (Object.keys(shaped.data).length === 0) {
+    throw new ChronofenceError(ErrorCode.Unprocessable, "a PATCH must change at least one field");
+  }
+  const patch = checkRules(shaped.data, maxPayloadBytes);
+  if (patch.expression !== undefined || patch.timeZone !== undefined) {
+    const parsed = CronSchedule.parse(
+      patch.expression ?? current.expression,
+      patch.timeZone ?? current.timeZone,
+    );
+    if (patch.timeZone !== undefined) patch.timeZone = parsed.zone;
+  }
+  return "payload" in shaped.data ? { patch, payload: shaped.data.payload ?? null } : { patch };
+}
+
+type Shaped = z.infer<typeof patchShape>;
+
+function checkRules(body: Shaped, maxPayloadBytes: number): SchedulePatch {
+  const checked = ruleObject.safeParse(body);
+  if (!checked.success) {
+    throw new ChronofenceError(ErrorCode.Unprocessable, "invalid schedule", {
+      details: { issues: issuesOf(checked.error) },
+    });
+  }
+  const r = checked.data;
+  const patch: SchedulePatch = {};
+  if (r.name !== undefined) patch.name = r.name;
+  if (body.expression !== undefined) patch.expression = body.expression.trim();
+  if (body.time_zone !== undefined) patch.timeZone = body.time_zone;
+  if (r.type !== undefined) patch.type = r.type;
+  if ("payload" in body)
+    patch.payloadJson = serialisePayload(body.payload ?? null, maxPayloadBytes);
+  if (r.priority !== undefined) patch.priority = r.priority;
+  if (r.max_attempts !== undefined) patch.maxAttempts = r.max_attempts;
+  if (r.timeout_ms !== undefined) patch.timeoutMs = r.timeout_ms;
+  if (r.backoff !== undefined) {
+    if (r.backoff.base_ms > r.backoff.max_ms) {
+      throw new ChronofenceError(ErrorCode.Unprocessable, "invalid schedule", {
+        details: {
+          issues: [{ path: "backoff.base_ms", message: "must not exceed backoff.max_ms" }],
+        },
+      });
+    }
+    patch.backoff = {
+      strategy: r.backoff.strategy,
+      baseMs: r.backoff.base_ms,
+      maxMs: r.backoff.max_ms,
+    };
+  }
+  if (r.misfire_policy !== undefined) patch.misfirePolicy = r.misfire_policy;
+  if (r.overlap_policy !== undefined) patch.overlapPolicy = r.overlap_policy;
+  if (r.jitter_ms !== undefined) patch.jitterMs = r.jitter_ms;
+  if (r.expect_within_ms !== undefined) patch.expectWithinMs = r.expect_within_ms;
+  if (body.paused !== undefined) patch.paused = body.paused;
+  return patch;
+}
+
+function serialisePayload(payload: unknown, maxPayloadBytes: number): string {
+  const problem = findJsonProblem(payload, MAX_PAYLOAD_DEPTH);
+  if (problem) {
+    throw new ChronofenceError(ErrorCode.Unprocessable, `payload violates ${problem.rule}`, {
+      details: { field: "payload", ...problem },
+    });
+  }
+  const json = JSON.stringify(payload);
+  if (utf8ByteLength(json) > maxPayloadBytes) {
+    throw new ChronofenceError(ErrorCode.PayloadTooLarge, "payload too large", {
+      details: { max_payload_bytes: maxPayloadBytes },
+    });
+  }
+  return json;
+}
+
+function malformed(error: z.ZodError): ChronofenceError {
+  return new ChronofenceError(ErrorCode.InvalidRequest, "malformed schedule", {
+    details: { issues: issuesOf(error) },
+  });
+}
+
+function issuesOf(error: z.ZodError): Array<{ path: string; message: string }> {
+  return error.issues.slice(0, 10).map((issue) => ({
+    path: issue.path.map(String).join("."),
+    message: issue.message,
+  }));
+}

@@ -1,0 +1,117 @@
+/**
+ * Composition root of the planner role: its own Postgres pool (login role:
+ * it works across tenants), Redis connection, `plan:<shard>` leases and
+ * /metrics listener. It shares nothing with the dispatch roles, so it can
+ * run beside them or alone (`chronofence run --roles planner`).
+ */
+import { startMetricsServer } from "../adapters/http/metrics-server.js";
+import type { Logger } from "../adapters/logging/logger.js";
+import { PromDispatchMetrics } from "../adapters/metrics/dispatch-metrics.js";
+import { PromPlannerMetrics } from "../adapters/metrics/planner-metrics.js";
+import { PgLeaseStore } from "../adapters/pg/lease-store.js";
+import { PgPlanStore } from "../adapters/pg/plan-store.js";
+import { createPgPool } from "../adapters/pg/pool.js";
+import { createRedis, RedisHotTier } from "../adapters/redis/hot-tier.js";
+import { LeaseManager } from "../app/leases.js";
+import { Loop } from "../app/loop.js";
+import { PLAN_FAMILY, Planner, planLeasesOf } from "../app/planner.js";
+import type { Config } from "../config/config.js";
+import type { Clock } from "../ports/clock.js";
+import { defaultNodeId, type RunningRoles } from "./dispatch.js";
+import { uuidv7From } from "./ids.js";
+
+/** `metricsPort` overrides the config's when another role of the process listens there. */
+export async function startPlanner(
+  config: Config,
+  clock: Clock,
+  logger: Logger,
+  metricsPort = config.metricsPort,
+): Promise<RunningRoles> {
+  const nodeId = config.nodeId ?? defaultNodeId();
+  const log = logger.child({ node: nodeId, role: "planner" });
+  const onError = (error: unknown, what: string) => log.warn({ err: error }, `${what} failed`);
+  const pool = createPgPool({
+    connectionString: config.databaseUrl,
+    maxConnections: 2,
+    statementTimeoutMs: config.pgStatementTimeoutMs,
+    connectTimeoutMs: config.pgConnectTimeoutMs,
+    role: null,
+    applicationName: "chronofence-planner",
+    onError: (error) => onError(error, "postgres connection"),
+  });
+  const redis = createRedis({
+    url: config.redisUrl,
+    keyPrefix: config.redisKeyPrefix,
+    commandTimeoutMs: config.redisCommandTimeoutMs,
+    connectTimeoutMs: config.pgConnectTimeoutMs,
+    onError: (error) => onError(error, "redis"),
+  });
+  const hotTier = new RedisHotTier(redis, config.redisKeyPrefix);
+  await hotTier.connect().catch((error: unknown) => onError(error, "redis connect"));
+  const metrics = new PromDispatchMetrics({ defaultMetrics: true });
+
+  const leases = new LeaseManager(
+    new PgLeaseStore(pool),
+    clock,
+    {
+      acquired: (family, shard, epoch) => log.info({ family, shard, epoch }, "lease acquired"),
+      lost: (family, shard) => log.warn({ family, shard }, "lease lost"),
+      // Nothing to drain: every write is fenced and idempotent.
+      releasing: async () => undefined,
+    },
+    metrics,
+    {
+      nodeId,
+      ttlMs: config.leaseTtlMs,
+      safetyMarginMs: config.leaseSafetyMarginMs,
+      families: [PLAN_FAMILY],
+      wantLeader: false,
+    },
+  );
+  const planner = new Planner(
+    new PgPlanStore(pool),
+    hotTier,
+    clock,
+    uuidv7From(clock),
+    planLeasesOf(leases),
+    new PromPlannerMetrics(metrics.registry),
+    {
+      nodeId,
+      planAheadMs: config.cronPlanAheadMs,
+      overlapLeadMs: config.cronOverlapLeadMs,
+      misfireGraceMs: config.cronMisfireGraceMs,
+      fireAllCap: config.cronFireAllCap,
+      maxPerPass: 1000,
+      batchSize: config.planBatchSize,
+      hotWindowMs: config.hotWindowMs,
+    },
+    onError,
+  );
+
+  const heartbeat = new Loop(
+    () => leases.heartbeat().then(() => false),
+    config.leaseHeartbeatMs,
+    (error) => onError(error, "lease heartbeat"),
+  ).start();
+  const planning = new Loop(
+    async () => (await planner.pass()).more,
+    config.planIntervalMs,
+    (error) => onError(error, "plan pass"),
+  ).start(config.leaseHeartbeatMs);
+
+  const server = await startMetricsServer(metrics, config.host, metricsPort);
+  log.info({ metricsPort: server.port }, "planner running");
+  return {
+    nodeId,
+    metricsPort: server.port,
+    async stop() {
+      await planning.stop();
+      await leases.releaseAll().catch((error: unknown) => onError(error, "release leases"));
+      await heartbeat.stop();
+      await server.close();
+      await hotTier.close();
+      await pool.end().catch(() => undefined);
+      log.info("planner stopped");
+    },
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * Composition root of `chronofence watchdog`: a process apart from the
+ * scheduler that reaches it only through the HTTP API (CF_API_URL with
+ * CF_API_KEY, a tenant of its own), and exposes its alerts on /metrics.
+ */
+import {
+  AllAlertSinks,
+  GaugeAlertSink,
+  LogAlertSink,
+  WebhookAlertSink,
+} from "../adapters/alerts/alert-sinks.js";
+import { ApiClient } from "../adapters/http/api-client.js";
+import { startMetricsServer } from "../adapters/http/metrics-server.js";
+import { HttpWatchdogApi } from "../adapters/http/watchdog-api.js";
+import type { Logger } from "../adapters/logging/logger.js";
+import { PromDispatchMetrics } from "../adapters/metrics/dispatch-metrics.js";
+import { Loop } from "../app/loop.js";
+import { Watchdog } from "../app/watchdog.js";
+import type { Config } from "../config/config.js";
+import type { Clock } from "../ports/clock.js";
+import type { AlertSink } from "../ports/watchdog.js";
+
+export interface RunningWatchdog {
+  metricsPort: number;
+  stop(): Promise<void>;
+}
+
+export async function startWatchdog(
+  config: Config,
+  clock: Clock,
+  logger: Logger,
+): Promise<RunningWatchdog> {
+  if (config.apiKey === undefined) throw new Error("the watchdog needs CF_API_KEY");
+  const log = logger.child({ role: "watchdog" });
+  const client = new ApiClient({
+    baseUrl: config.apiUrl,
+    apiKey: config.apiKey,
+    timeoutMs: Math.min(10_000, config.watchdogCheckIntervalMs * 2),
+  });
+  // Only the process metrics and the alert gauge; PromDispatchMetrics brings the registry.
+  const metrics = new PromDispatchMetrics({ defaultMetrics: true });
+  const sinks: AlertSink[] = [new LogAlertSink(log), new GaugeAlertSink(metrics.registry)];
+  if (config.watchdogWebhookUrl !== undefined) {
+    sinks.push(new WebhookAlertSink(config.watchdogWebhookUrl, 5000));
+  }
+  const watchdog = new Watchdog(
+    new HttpWatchdogApi(client),
+    new AllAlertSinks(sinks),
+    clock,
+    {
+      canaryType: "chronofence.canary",
+      canaryIntervalMs: config.watchdogCanaryIntervalMs,
+      canaryDelayMs: config.watchdogCanaryDelayMs,
+      canaryDeadlineMs: config.watchdogCanaryDeadlineMs,
+      historyLimit: 20,
+    },
+    (error, what) => log.warn({ err: error }, `${what} failed`),
+  );
+  const loop = new Loop(
+    () => watchdog.check().then(() => false),
+    config.watchdogCheckIntervalMs,
+    (error) => log.warn({ err: error }, "watchdog check failed"),
+  ).start();
+  const server = await startMetricsServer(metrics, config.host, config.metricsPort);
+  log.info({ apiUrl: config.apiUrl, metricsPort: server.port }, "watchdog running");
+  return {
+    metricsPort: server.port,
+    async stop() {
+      await loop.stop();
+      await server.close();
+    },
+  };
+}
