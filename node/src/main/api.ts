@@ -4,6 +4,7 @@
  */
 
 import { apiRoutes } from "../adapters/http/routes.js";
+import { scheduleRoutes } from "../adapters/http/schedule-routes.js";
 import { HttpServer } from "../adapters/http/server.js";
 import type { Logger } from "../adapters/logging/logger.js";
 import { ApiMetrics } from "../adapters/metrics/metrics.js";
@@ -108,11 +109,11 @@ export async function startApi(
   const bootId = newId().slice(-12);
   let requestSeq = 0;
   const cancelNotifier = new RedisDispatchHotTier(redis, config.redisKeyPrefix);
+  const nextRequestId = () => `${bootId}-${++requestSeq}`;
   const routes = apiRoutes({
     authenticator,
     ingest,
     queries: new TaskQueries(notifyingCancels(store, cancelNotifier), clock),
-    schedules: new ScheduleService(new PgScheduleStore(pool), cancelNotifier, clock, newId),
     health: [
       { name: "postgres", check: () => pool.query("SELECT 1").then(() => undefined) },
       { name: "redis", check: () => hotTier.ping() },
@@ -120,8 +121,16 @@ export async function startApi(
     metrics,
     maxSingleBodyBytes: config.maxSingleBodyBytes,
     maxBatchBodyBytes: config.maxBatchBodyBytes,
-    nextRequestId: () => `${bootId}-${++requestSeq}`,
+    nextRequestId,
   });
+  routes.push(
+    ...scheduleRoutes({
+      authenticator,
+      schedules: new ScheduleService(new PgScheduleStore(pool), cancelNotifier, clock, newId),
+      maxBodyBytes: config.maxSingleBodyBytes,
+      nextRequestId,
+    }),
+  );
   const server = new HttpServer(routes, {
     host: config.host,
     port: config.port,

@@ -1,7 +1,6 @@
 /** The API's routes as plain async functions of a request (no HTTP library here). */
 import type { Authenticator } from "../../app/authenticator.js";
 import type { IngestService } from "../../app/ingest.js";
-import type { ScheduleService } from "../../app/schedules.js";
 import type { TaskQueries } from "../../app/task-queries.js";
 import { ChronofenceError, ErrorCode, RateLimitedError } from "../../domain/errors.js";
 import { bodyAllowanceBytes, MAX_BATCH_TASKS } from "../../domain/submission.js";
@@ -16,13 +15,11 @@ import {
   type Route,
 } from "./exchange.js";
 import { presentTask } from "./present.js";
-import { scheduleRoutes } from "./schedule-routes.js";
 
 export interface RouteDeps {
   authenticator: Authenticator;
   ingest: IngestService;
   queries: TaskQueries;
-  schedules: ScheduleService;
   health: HealthCheck[];
   metrics: IngestMetrics & { render(): Promise<{ contentType: string; body: string }> };
   /** Server-wide body caps; a tenant's own cap follows from its payload limit. */
@@ -120,12 +117,6 @@ export function apiRoutes(deps: RouteDeps): Route[] {
         );
       },
     },
-    ...scheduleRoutes({
-      authenticator: deps.authenticator,
-      schedules: deps.schedules,
-      maxBodyBytes: deps.maxSingleBodyBytes,
-      nextRequestId: deps.nextRequestId,
-    }),
     {
       method: "get",
       pattern: "/healthz",
