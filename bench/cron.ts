@@ -23,6 +23,7 @@ import { PgPlanStore } from "../node/src/adapters/pg/plan-store.js";
 import { createPgPool } from "../node/src/adapters/pg/pool.js";
 import { RedisHotTier } from "../node/src/adapters/redis/hot-tier.js";
 import { LeaseManager } from "../node/src/app/leases.js";
+import { Loop } from "../node/src/app/loop.js";
 import { PLAN_FAMILY, Planner, planLeasesOf } from "../node/src/app/planner.js";
 import { TOPICS, topicName } from "../node/src/domain/envelope.js";
 import { planShardOf } from "../node/src/domain/schedule.js";
@@ -174,8 +175,15 @@ async function plan(): Promise<{ planMs: number; tasks: number }> {
       throw error;
     },
   );
+  let heartbeat: Loop | undefined;
   try {
     while (planLeasesOf(leases).owned().length < 16) await leases.heartbeat();
+    // As in the planner role: the leases are renewed while it plans.
+    heartbeat = new Loop(
+      () => leases.heartbeat().then(() => false),
+      3000,
+      () => undefined,
+    ).start(3000);
     const startMs = performance.now();
     let tasks = 0;
     for (;;) {
@@ -185,6 +193,7 @@ async function plan(): Promise<{ planMs: number; tasks: number }> {
     }
     return { planMs: performance.now() - startMs, tasks };
   } finally {
+    await heartbeat?.stop();
     await leases.releaseAll();
     redis.disconnect();
     await pool.end();

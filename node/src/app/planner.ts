@@ -27,7 +27,7 @@ import {
 import type { LeaseManager } from "./leases.js";
 
 export const PLAN_FAMILY = "plan";
-const MAX_CACHED_CRONS = 200_000;
+const MAX_CACHED_CRONS = 10_000;
 
 export interface PlannerOptions extends PlanOptions {
   nodeId: string;
@@ -71,7 +71,7 @@ export interface PassReport {
 }
 
 export class Planner {
-  private readonly crons = new Map<string, { key: string; cron: CronSchedule }>();
+  private readonly crons = new Map<string, CronSchedule>();
 
   constructor(
     private readonly store: PlanStore,
@@ -178,15 +178,19 @@ export class Planner {
     }
   }
 
-  /** Parsed once per (schedule, expression, zone); a stored schedule that no longer parses is reported, not planned. */
+  /**
+   * Parsed once per (expression, zone) and shared: a herd of schedules
+   * usually shares a handful of expressions. A stored schedule that no
+   * longer parses is reported, not planned.
+   */
   private cronOf(schedule: DueSchedule): CronSchedule | null {
     const key = `${schedule.expression}\u0000${schedule.timeZone}`;
-    const cached = this.crons.get(schedule.id);
-    if (cached?.key === key) return cached.cron;
+    const cached = this.crons.get(key);
+    if (cached !== undefined) return cached;
     try {
       const cron = CronSchedule.parse(schedule.expression, schedule.timeZone);
-      if (this.crons.size >= MAX_CACHED_CRONS) this.crons.clear(); // deleted schedules linger otherwise
-      this.crons.set(schedule.id, { key, cron });
+      if (this.crons.size >= MAX_CACHED_CRONS) this.crons.clear();
+      this.crons.set(key, cron);
       return cron;
     } catch (error) {
       this.onError(error, `schedule ${schedule.id}`);

@@ -101,30 +101,29 @@ export function planSchedule(input: PlanInput, nowMs: number, options: PlanOptio
     }
     cursorMs = missedBeforeMs - 1;
   }
-  const limit = Math.max(0, options.maxPerPass - occurrences.length);
-  const regular = input.cron.between(cursorMs, untilMs, limit);
-  for (const scheduledForMs of regular) {
+  // Walk the window; the first occurrence beyond it is the schedule's next one.
+  let remaining = Math.max(0, options.maxPerPass - occurrences.length);
+  let plannedThroughMs = cursorMs;
+  let nextMs = cursorMs === input.plannedThroughMs ? firstMs : input.cron.nextAfter(cursorMs);
+  while (nextMs !== null && nextMs <= untilMs && remaining > 0) {
     occurrences.push({
-      scheduledForMs,
+      scheduledForMs: nextMs,
       outcome: "planned",
-      runAtMs: scheduledForMs,
+      runAtMs: nextMs,
       catchUp: false,
     });
+    plannedThroughMs = nextMs;
+    remaining--;
+    nextMs = input.cron.nextAfter(nextMs);
   }
-  let plannedThroughMs = untilMs;
-  if (limit === 0) plannedThroughMs = cursorMs;
-  else if (regular.length === limit) plannedThroughMs = regular[limit - 1]!;
+  // Stopped by the window, not by maxPerPass: everything up to its end is decided.
+  if (nextMs === null || nextMs > untilMs) plannedThroughMs = untilMs;
   applyOverlap(occurrences, input);
   for (const o of occurrences) {
     if (o.runAtMs !== null)
       o.runAtMs += jitterOf(input.scheduleId, o.scheduledForMs, input.jitterMs);
   }
-  return {
-    occurrences,
-    plannedThroughMs: Math.max(plannedThroughMs, input.plannedThroughMs),
-    nextOccurrenceMs: input.cron.nextAfter(Math.max(plannedThroughMs, input.plannedThroughMs)),
-    misfired,
-  };
+  return { occurrences, plannedThroughMs, nextOccurrenceMs: nextMs, misfired };
 }
 
 function catchUpCount(input: PlanInput, options: PlanOptions): number {

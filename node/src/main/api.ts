@@ -4,6 +4,7 @@
  */
 
 import { apiRoutes } from "../adapters/http/routes.js";
+import { scheduleRoutes } from "../adapters/http/schedule-routes.js";
 import { HttpServer } from "../adapters/http/server.js";
 import type { Logger } from "../adapters/logging/logger.js";
 import { ApiMetrics } from "../adapters/metrics/metrics.js";
@@ -119,11 +120,11 @@ export async function startApi(
   const bootId = newId().slice(-12);
   let requestSeq = 0;
   const cancelNotifier = new RedisDispatchHotTier(redis, config.redisKeyPrefix);
+  const nextRequestId = () => `${bootId}-${++requestSeq}`;
   const routes = apiRoutes({
     authenticator,
     ingest,
     queries: new TaskQueries(notifyingCancels(store, cancelNotifier), clock),
-    schedules: new ScheduleService(new PgScheduleStore(pool), cancelNotifier, clock, newId),
     // The API's pool runs as chronofence_api: row-level security scopes every execution call.
     executions: new PgExecutionStore(pool, {
       rowLevelSecurity: true,
@@ -142,8 +143,16 @@ export async function startApi(
     metrics,
     maxSingleBodyBytes: config.maxSingleBodyBytes,
     maxBatchBodyBytes: config.maxBatchBodyBytes,
-    nextRequestId: () => `${bootId}-${++requestSeq}`,
+    nextRequestId,
   });
+  routes.push(
+    ...scheduleRoutes({
+      authenticator,
+      schedules: new ScheduleService(new PgScheduleStore(pool), cancelNotifier, clock, newId),
+      maxBodyBytes: config.maxSingleBodyBytes,
+      nextRequestId,
+    }),
+  );
   const server = new HttpServer(routes, {
     host: config.host,
     port: config.port,

@@ -1,7 +1,6 @@
 /** The API's routes as plain async functions of a request (no HTTP library here). */
 import type { Authenticator } from "../../app/authenticator.js";
 import type { IngestService } from "../../app/ingest.js";
-import type { ScheduleService } from "../../app/schedules.js";
 import type { TaskQueries } from "../../app/task-queries.js";
 import type { WorkflowService } from "../../app/workflows.js";
 import { ErrorCode, RateLimitedError } from "../../domain/errors.js";
@@ -23,7 +22,6 @@ import { executionRoutes } from "./execution-routes.js";
 import { parseJson } from "./json-body.js";
 import { presentTask } from "./present.js";
 import { presentWorkflow } from "./present-workflow.js";
-import { scheduleRoutes } from "./schedule-routes.js";
 
 export interface RouteDeps {
   authenticator: Authenticator;
@@ -36,7 +34,6 @@ export interface RouteDeps {
   nowMs: () => number;
   onHotTierError: (error: unknown) => void;
   workflows: WorkflowService;
-  schedules: ScheduleService;
   health: HealthCheck[];
   metrics: IngestMetrics & { render(): Promise<{ contentType: string; body: string }> };
   /** Server-wide body caps; a tenant's own cap follows from its payload limit. */
@@ -145,12 +142,6 @@ export function apiRoutes(deps: RouteDeps): Route[] {
       admitting,
     ),
     ...workflowRoutes(deps, principalOf, admitting),
-    ...scheduleRoutes({
-      authenticator: deps.authenticator,
-      schedules: deps.schedules,
-      maxBodyBytes: deps.maxSingleBodyBytes,
-      nextRequestId: deps.nextRequestId,
-    }),
     {
       method: "get",
       pattern: "/healthz",
