@@ -1,5 +1,6 @@
 /** The operator commands, run through the real CLI entry point against a test database. */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { defaultMigrationsDirectory, listMigrations } from "../../src/adapters/pg/migrate.js";
 import { main } from "../../src/main/cli.js";
 import { createTestDatabase, type TestDatabase, withPg } from "./support/services.js";
 
@@ -31,8 +32,9 @@ async function run(...args: string[]): Promise<string[]> {
 
 describe("chronofence CLI", () => {
   it("migrates twice without harm", async () => {
-    expect((await run("migrate")).join("\n")).toMatch(/4 applied, 0 already applied/);
-    expect((await run("migrate")).join("\n")).toMatch(/0 applied, 4 already applied/);
+    const n = (await listMigrations(await defaultMigrationsDirectory())).length;
+    expect((await run("migrate")).join("\n")).toContain(`${n} applied, 0 already applied`);
+    expect((await run("migrate")).join("\n")).toContain(`0 applied, ${n} already applied`);
   });
 
   it("creates a tenant, printing its API key last; lists it; revokes the key", async () => {
