@@ -405,7 +405,7 @@ describe("concurrent parent completions", () => {
     } finally {
       await Promise.all([c1.end(), c2.end()]);
     }
-  });
+  }, 120_000);
 
   it("50 parents completing at once: the child is released exactly once, by the last", async () => {
     const parents = Array.from({ length: 50 }, (_, i) => `p${i}`);
