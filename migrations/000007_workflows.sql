@@ -247,7 +247,10 @@ GRANT EXECUTE ON FUNCTION cf_finish_nodes(uuid, integer, integer, timestamptz) T
 --   Every statement on tasks names the run_at of the rows it touches, as a
 --   value (plan_cache_mode = force_custom_plan makes PL/pgSQL plan with the
 --   values), so the planner prunes to those days' partitions instead of
---   locking every partition of the horizon.
+--   locking every partition of the horizon. The exception is fail_fast's
+--   cancel (cf_cancel_pending_nodes), which visits every partition: a retry
+--   may have moved a released node's run_at, and only the execution store
+--   knows where.
 CREATE FUNCTION cf_release_dependents(p_task_id uuid, p_run_at timestamptz, p_now timestamptz)
   RETURNS TABLE (kind text, task_id uuid, tenant_id uuid, run_at_ms float8, detail text)
   LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$

@@ -189,6 +189,32 @@ describe("GET /v1/workflows/{id}", () => {
   });
 });
 
+describe("row-level security", () => {
+  it("the API role sees another tenant's workflow rows, nodes and edges as absent", async () => {
+    const created = (await post(diamond)).body;
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN; SET LOCAL ROLE chronofence_api");
+      await client.query("SELECT set_config('app.tenant_id', $1, true)", [b.id]);
+      const counts = await client.query(
+        `SELECT (SELECT count(*)::int FROM workflows WHERE id = $1) AS workflows,
+                (SELECT count(*)::int FROM workflow_nodes WHERE workflow_id = $1) AS nodes,
+                (SELECT count(*)::int FROM workflow_edges WHERE workflow_id = $1) AS edges`,
+        [created.id],
+      );
+      const cancel = await client.query(
+        "SELECT outcome FROM cf_cancel_workflow($1, $2, now(), $3)",
+        [b.id, created.id, b.apiKeyId],
+      );
+      await client.query("ROLLBACK");
+      expect(counts.rows[0]).toEqual({ workflows: 0, nodes: 0, edges: 0 });
+      expect(cancel.rows[0].outcome).toBe("not_found");
+    } finally {
+      client.release();
+    }
+  });
+});
+
 describe("DELETE /v1/workflows/{id}", () => {
   it("cancels the pending nodes, not a running one, and then the workflow ends CANCELLED", async () => {
     const created = (

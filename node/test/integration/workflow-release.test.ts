@@ -272,6 +272,35 @@ describe("fail_fast and idempotence", () => {
   });
 });
 
+describe("a crash between the release and the commit", () => {
+  it("loses nothing and duplicates nothing: the release commits with the completion or not at all", async () => {
+    const { s } = await start([{ key: "a" }, { key: "b", depends_on: ["a"] }]);
+    const client = new pg.Client({ connectionString: w.db.url });
+    client.on("error", () => undefined);
+    await client.connect();
+    const pid = (client as unknown as { processID: number }).processID;
+    // The backend dies (as in a kill -9 of the worker's connection) after the
+    // release ran and before COMMIT.
+    await expect(
+      finishTask(client, s.idOf.get("a")!, "COMPLETED", {
+        beforeCommit: async () => {
+          await w.pool.query("SELECT pg_terminate_backend($1)", [pid]);
+        },
+      }),
+    ).rejects.toThrow();
+    await client.end().catch(() => undefined);
+    expect((await statesOf(w, s)).nodes).toEqual({ a: "SCHEDULED", b: "WAITING" });
+    const node = await w.pool.query("SELECT * FROM workflow_nodes WHERE task_id = $1", [
+      s.idOf.get("b"),
+    ]);
+    expect(node.rows[0]).toMatchObject({ state: "WAITING", parents_completed: 0 });
+    // The task is run again (at least once) and this time commits: one release.
+    const step = await finish(w, s.idOf.get("a")!, "COMPLETED");
+    expect(step.released.map((e) => e.taskId)).toEqual([s.idOf.get("b")]);
+    expect((await statesOf(w, s)).nodes).toEqual({ a: "COMPLETED", b: "SCHEDULED" });
+  });
+});
+
 describe("timing of a release", () => {
   it("delay_ms counts from the release; run_at is a not-before, even in another day's partition", async () => {
     const nowMs = Date.now();
@@ -376,7 +405,7 @@ describe("concurrent parent completions", () => {
     } finally {
       await Promise.all([c1.end(), c2.end()]);
     }
-  });
+  }, 120_000);
 
   it("50 parents completing at once: the child is released exactly once, by the last", async () => {
     const parents = Array.from({ length: 50 }, (_, i) => `p${i}`);
