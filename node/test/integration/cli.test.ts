@@ -31,8 +31,8 @@ async function run(...args: string[]): Promise<string[]> {
 
 describe("chronofence CLI", () => {
   it("migrates twice without harm", async () => {
-    expect((await run("migrate")).join("\n")).toMatch(/4 applied, 0 already applied/);
-    expect((await run("migrate")).join("\n")).toMatch(/0 applied, 4 already applied/);
+    expect((await run("migrate")).join("\n")).toMatch(/5 applied, 0 already applied/);
+    expect((await run("migrate")).join("\n")).toMatch(/0 applied, 5 already applied/);
   });
 
   it("creates a tenant, printing its API key last; lists it; revokes the key", async () => {
