@@ -187,3 +187,47 @@ audited AS (
   SELECT $1, $5::uuid, 'task.replay', ARRAY[id], ${ts("$4")} FROM replayed
 )
 SELECT id FROM replayed`;
+
+/**
+ * start-many: one fenced start per row, in one statement (the worker's
+ * coalesced starts). $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[],
+ * $4 run_at_ms float8[], $5 worker_id text, $6 now_ms float8[], $7 lease_ms
+ * float8, $8 min run_at, $9 max run_at (timestamptz; lets the planner prune
+ * partitions) → one row per task started, with its id and token. A task
+ * named twice is updated once (the caller answers the second `stale`).
+ */
+export const START_MANY = `
+UPDATE tasks t
+   SET status = 'RUNNING',
+       attempt = t.attempt + 1,
+       lease_owner = $5,
+       lease_expires_at = ${ts("r.now_ms + $7::float8")},
+       started_at = ${ts("r.now_ms")},
+       updated_at = ${ts("r.now_ms")}
+  FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::float8[], $6::float8[])
+       AS r (tenant_id, id, token, run_at_ms, now_ms)
+ WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
+   AND t.status = 'ARMED' AND t.run_at = ${ts("r.run_at_ms")}
+   AND t.run_at >= $8::timestamptz AND t.run_at <= $9::timestamptz
+RETURNING t.id, t.fencing_token::text AS token, t.attempt, t.max_attempts, t.timeout_ms,
+          ${msOf("t.run_at")} AS run_at_ms, ${msOf("t.lease_expires_at")} AS lease_expires_at_ms`;
+
+/**
+ * complete-many: one fenced completion per row, in one statement.
+ * $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[], $4 run_at_ms
+ * float8[], $5 results text[] (JSON), $6 now_ms float8[], $7 min run_at,
+ * $8 max run_at → one row (id, token) per task completed.
+ */
+export const COMPLETE_MANY = `
+UPDATE tasks t
+   SET status = 'COMPLETED',
+       result = r.result::jsonb,
+       lease_expires_at = NULL,
+       completed_at = ${ts("r.now_ms")},
+       updated_at = ${ts("r.now_ms")}
+  FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::float8[], $5::text[], $6::float8[])
+       AS r (tenant_id, id, token, run_at_ms, result, now_ms)
+ WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
+   AND t.status = 'RUNNING' AND t.run_at = ${ts("r.run_at_ms")}
+   AND t.run_at >= $7::timestamptz AND t.run_at <= $8::timestamptz
+RETURNING t.id, t.fencing_token::text AS token`;
