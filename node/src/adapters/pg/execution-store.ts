@@ -349,7 +349,8 @@ export class PgExecutionStore implements ExecutionStore {
     needsTransaction = false,
   ): Promise<T | { kind: "stale" } | { kind: "not_found" }> {
     if (!UUID.test(ref.taskId) || !UUID.test(ref.tenantId)) return { kind: "not_found" };
-    if (!TOKEN.test(ref.fencingToken)) return this.staleOrMissing(ref, operation);
+    const badRunAt = ref.runAtMs !== undefined && Number.isNaN(new Date(ref.runAtMs).getTime());
+    if (!TOKEN.test(ref.fencingToken) || badRunAt) return this.staleOrMissing(ref, operation);
     const run = async (db: Queryable) => (await attempt(db)) ?? (await this.classify(db, ref));
     try {
       return await this.withRetries(() =>
@@ -462,7 +463,7 @@ function take(rows: Map<string, Row>, ref: ExecutionRef): Row | null {
 
 const withRunAt = (ref: ExecutionRef): 0 | 1 => (ref.runAtMs === undefined ? 0 : 1);
 const withRunAtParam = (ref: ExecutionRef, params: unknown[]): unknown[] =>
-  ref.runAtMs === undefined ? params : [...params, ref.runAtMs];
+  ref.runAtMs === undefined ? params : [...params, isoOf(ref.runAtMs)];
 
 const stateOf = (row: FailureRow) => ({
   attempt: row.attempt,

@@ -23,12 +23,18 @@ export const FAILURE_COLUMNS = `
   backoff_strategy, backoff_base_ms, backoff_max_ms, idempotency_key,
   fencing_token::text AS fencing_token, lease_owner, ${msOf("run_at")} AS run_at_ms`;
 
+/**
+ * run_at arrives as a timestamptz parameter (ISO text), not as epoch ms:
+ * `timestamptz 'epoch' + ms * interval` is only stable, so the planner would
+ * plan the statement over every partition (~400 with the default horizon);
+ * a plain timestamptz constant lets it prune to one at plan time.
+ */
 const runAtTest = (withRunAt: boolean, param: string) =>
-  withRunAt ? `AND run_at = ${ts(param)}` : "";
+  withRunAt ? `AND run_at = ${param}::timestamptz` : "";
 
 /**
  * start: $1 tenant_id, $2 id, $3 fencing_token, $4 worker_id, $5 now_ms,
- * $6 lease_ms [, $7 run_at_ms] → 1 row if ARMED with this token (now RUNNING), else 0.
+ * $6 lease_ms [, $7 run_at timestamptz] → 1 row if ARMED with this token (now RUNNING), else 0.
  */
 export const startTask = (withRunAt: boolean) => `
 UPDATE tasks
@@ -45,7 +51,7 @@ RETURNING attempt, max_attempts, timeout_ms, ${msOf("run_at")} AS run_at_ms,
 
 /**
  * heartbeat: $1 tenant_id, $2 id, $3 fencing_token, $4 worker_id, $5 now_ms,
- * $6 lease_ms [, $7 run_at_ms] → 1 row if RUNNING with this token, else 0.
+ * $6 lease_ms [, $7 run_at timestamptz] → 1 row if RUNNING with this token, else 0.
  */
 export const heartbeatTask = (withRunAt: boolean) => `
 UPDATE tasks
@@ -58,7 +64,7 @@ RETURNING ${msOf("lease_expires_at")} AS lease_expires_at_ms`;
 
 /**
  * complete: $1 tenant_id, $2 id, $3 fencing_token, $4 result jsonb text, $5 now_ms
- * [, $6 run_at_ms] → 1 row if RUNNING with this token (now COMPLETED), else 0.
+ * [, $6 run_at timestamptz] → 1 row if RUNNING with this token (now COMPLETED), else 0.
  */
 export const completeTask = (withRunAt: boolean) => `
 UPDATE tasks
@@ -72,7 +78,7 @@ UPDATE tasks
 RETURNING 1`;
 
 /**
- * lock-running: $1 tenant_id, $2 id, $3 fencing_token [, $4 run_at_ms] → the
+ * lock-running: $1 tenant_id, $2 id, $3 fencing_token [, $4 run_at timestamptz] → the
  * retry state of a RUNNING task held with this token, locked until the end
  * of the transaction (the failure's decision is made in Node, domain/retry.ts).
  */
