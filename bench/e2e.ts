@@ -56,7 +56,6 @@ import {
   publishOutcome,
   readyMetricsPort,
   round,
-  sleepMs,
   spawnRoles,
   startArrivalConsumer,
   stopChildren,
@@ -130,6 +129,7 @@ async function startRoles(children: ChildProcess[]): Promise<Roles> {
   for (let i = 0; i < workerProcesses; i++) {
     const worker = child("worker");
     children.push(worker);
+    // `ready` comes once the worker's consumers have joined their groups.
     workers.push({ process: worker, metricsPort: await readyMetricsPort(worker, "worker") });
   }
   return { api, dispatcher, workers };
@@ -231,8 +231,6 @@ async function runChronofence() {
     const arrivals = new Map<string, Arrival>();
     const publishEarly = { count: 0 };
     const consumer = await startArrivalConsumer(BROKERS, TOPIC_PREFIX, arrivals, publishEarly);
-    // The worker's consumer group joins in the background: let it settle before the clock starts.
-    await sleepMs(3000);
     const pids: Record<string, number> = {
       api: roles.api.pid!,
       dispatcher: roles.dispatcher.pid!,

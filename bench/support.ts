@@ -303,23 +303,27 @@ export async function deleteKafkaRun(
   await admin.disconnect();
 }
 
+/** CPU ticks (1/100 s) per live process with its group, and the machine's busy ticks. */
+export interface CpuSnapshot {
+  byPid: Map<string, { group: string; ticks: number }>;
+  machine: number;
+}
+
 /**
- * CPU ticks (1/100 s) of the named processes, of all Postgres, Kafka (java)
- * and Redis processes, and of the whole machine (`machine`, from /proc/stat),
- * from which coresBetween derives `other`: everything else that ran, e.g.
- * test suites sharing the cores (reported rather than hidden).
+ * Reads the CPU ticks of every process, grouped: the named processes, all
+ * Postgres, Kafka (java) and Redis processes; the rest is `other` (e.g. test
+ * suites sharing the cores: reported rather than hidden).
  */
-export async function cpuTicksOf(pids: Record<string, number>): Promise<Record<string, number>> {
+export async function cpuTicksOf(pids: Record<string, number>): Promise<CpuSnapshot> {
   const named = new Map(Object.entries(pids).map(([name, pid]) => [String(pid), name]));
-  const ticks: Record<string, number> = { postgres: 0, kafka: 0, redis: 0 };
-  for (const name of named.values()) ticks[name] = 0;
+  const byPid = new Map<string, { group: string; ticks: number }>();
   for (const pid of await readdir("/proc")) {
     if (!/^\d+$/.test(pid)) continue;
     const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
     if (stat === "") continue;
     const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const t = Number(fields[11] ?? 0) + Number(fields[12] ?? 0); // utime + stime
+    const ticks = Number(fields[11] ?? 0) + Number(fields[12] ?? 0); // utime + stime
     const group =
       named.get(pid) ??
       (comm.startsWith("postgres")
@@ -328,36 +332,38 @@ export async function cpuTicksOf(pids: Record<string, number>): Promise<Record<s
           ? "kafka"
           : comm.startsWith("redis-server")
             ? "redis"
-            : null);
-    if (group !== null) ticks[group]! += t;
+            : "other");
+    byPid.set(pid, { group, ticks });
   }
   // cpu  user nice system idle iowait irq softirq steal: busy = all but idle and iowait.
   const cpu = (await readFile("/proc/stat", "utf8")).split("\n")[0]!.split(/\s+/).map(Number);
-  ticks.machine = cpu.slice(1, 9).reduce((a, b) => a + b, 0) - cpu[4]! - cpu[5]!;
-  return ticks;
+  const machine = cpu.slice(1, 9).reduce((a, b) => a + b, 0) - cpu[4]! - cpu[5]!;
+  return { byPid, machine };
 }
 
 /**
- * Mean cores each entry used between two cpuTicksOf readings `wallS` apart,
- * with `other` = the machine's busy cores not accounted to any entry.
- * (Postgres and Redis serve other users of the machine too: their share is
- * theirs and ours together.)
+ * Mean cores each group used between two snapshots `wallS` apart, counted
+ * per process alive at the end (a process that exited meanwhile took its
+ * ticks with it; they show in `other`, which is the machine's busy time not
+ * accounted to any other group). Postgres and Redis serve other users of the
+ * machine too: their share is theirs and ours together.
  */
 export function coresBetween(
-  before: Record<string, number>,
-  after: Record<string, number>,
+  before: CpuSnapshot,
+  after: CpuSnapshot,
   wallS: number,
 ): Record<string, number> {
-  const cores: Record<string, number> = {};
-  let ours = 0;
-  for (const key of Object.keys(after)) {
-    if (key === "machine") continue;
-    const ticks = Math.max(0, after[key]! - (before[key] ?? 0));
-    cores[key] = round(ticks / 100 / wallS);
-    ours += ticks;
+  const ticks: Record<string, number> = { postgres: 0, kafka: 0, redis: 0 };
+  let accounted = 0;
+  for (const [pid, { group, ticks: t }] of after.byPid) {
+    if (group === "other") continue;
+    const delta = Math.max(0, t - (before.byPid.get(pid)?.ticks ?? 0));
+    ticks[group] = (ticks[group] ?? 0) + delta;
+    accounted += delta;
   }
-  const machine = (after.machine ?? 0) - (before.machine ?? 0);
-  cores.other = round(Math.max(0, machine - ours) / 100 / wallS);
+  const cores: Record<string, number> = {};
+  for (const [group, t] of Object.entries(ticks)) cores[group] = round(t / 100 / wallS);
+  cores.other = round(Math.max(0, after.machine - before.machine - accounted) / 100 / wallS);
   return cores;
 }
 

@@ -106,10 +106,12 @@ export async function startWorker(
       onError: (error) => onError(error, "postgres connection"),
     });
     pools.push(pool);
+    // Starts and completions of one event-loop turn share one statement.
     const store = new PgExecutionStore(pool, {
       rowLevelSecurity: false,
       random: Math.random,
       newId,
+      coalesceMax: 256,
     });
     const executor = new Executor(
       { store, handlers: registry, clock, metrics, addDue: (e) => hotTier.addDue(e), onError },

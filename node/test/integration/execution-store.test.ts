@@ -170,6 +170,52 @@ describe("fenced start, heartbeat, complete", () => {
   });
 });
 
+describe("coalesced starts and completions", () => {
+  it("one statement per turn; each caller gets its own answer, duplicates and refusals included", async () => {
+    const coalesced = new PgExecutionStore(ownerPool, {
+      rowLevelSecurity: false,
+      random: () => 0,
+      newId: randomUUID,
+      coalesceMax: 64,
+    });
+    const tasks = await Promise.all([1, 2, 3, 4].map(() => armedTask()));
+    const now = Date.now();
+    const [a, b, c, d] = tasks as [Armed, Armed, Armed, Armed];
+    const starts = await Promise.all([
+      coalesced.start(a, "w", 5000, now),
+      coalesced.start(a, "w", 5000, now), // the same envelope twice in one turn
+      coalesced.start(b, "w", 5000, now),
+      coalesced.start({ ...c, fencingToken: "999999999" }, "w", 5000, now),
+      coalesced.start(d, "w", 5000, now),
+      coalesced.start({ ...d, taskId: randomUUID() }, "w", 5000, now),
+    ]);
+    expect(starts.map((s) => s.kind)).toEqual([
+      "started",
+      "stale",
+      "started",
+      "stale",
+      "started",
+      "not_found",
+    ]);
+    expect(starts[0]).toMatchObject({ execution: { attempt: 1, leaseExpiresAtMs: now + 5000 } });
+    const completions = await Promise.allSettled([
+      coalesced.complete(a, '{"n":1}', now + 1),
+      coalesced.complete(b, '"\\u0000"', now + 1), // jsonb refuses a NUL: only this caller fails
+      coalesced.complete(c, "null", now + 1), // never started
+      coalesced.complete(d, "[2]", now + 1),
+    ]);
+    expect(completions.map((c) => (c.status === "fulfilled" ? c.value.kind : "rejected"))).toEqual([
+      "completed",
+      "rejected",
+      "stale",
+      "completed",
+    ]);
+    expect((await rowOf(a.taskId)).result).toEqual({ n: 1 });
+    expect((await rowOf(b.taskId)).status).toBe("RUNNING");
+    expect((await rowOf(d.taskId)).result).toEqual([2]);
+  });
+});
+
 describe("failures", () => {
   it("a retryable failure goes back to SCHEDULED after the backoff, with a new token", async () => {
     const task = await armedTask({ key: `k-${randomUUID()}` });

@@ -20,9 +20,11 @@ import type {
   ReplayOutcome,
   StartOutcome,
 } from "../../ports/execution-store.js";
-import { fromPgError } from "./errors.js";
+import { Coalescer, type Settled } from "./coalescer.js";
+import { fromPgError, isDataException } from "./errors.js";
 import { type PgPool, withTenant } from "./pool.js";
 import {
+  COMPLETE_MANY,
   completeTask,
   heartbeatTask,
   INSERT_DEAD_LETTERS,
@@ -32,6 +34,7 @@ import {
   MOVE_IDEMPOTENCY_KEYS,
   REPLAY_TASK,
   SETTLE_FAILURES,
+  START_MANY,
   startTask,
   TASK_STATUS,
 } from "./sql/execution.js";
@@ -43,7 +46,27 @@ export interface PgExecutionStoreOptions {
   newId: () => string;
   /** Attempts of a statement that lost a race with a partition move (SQLSTATE 40001). */
   maxSerializationRetries?: number;
+  /**
+   * Coalesce starts and completions that name their run_at into one
+   * statement per event-loop turn, up to this many rows (login role only;
+   * 0 or absent: one statement per call).
+   */
+  coalesceMax?: number;
 }
+
+interface StartInput {
+  ref: ExecutionRef & { runAtMs: number };
+  workerId: string;
+  leaseMs: number;
+  nowMs: number;
+}
+interface CompleteInput {
+  ref: ExecutionRef & { runAtMs: number };
+  resultJson: string;
+  nowMs: number;
+}
+// biome-ignore lint/suspicious/noExplicitAny: a row of START_MANY, read field by field
+type Row = any;
 
 /** A pool (one statement, autocommit) or a client inside a transaction. */
 type Queryable = Pick<pg.PoolClient, "query">;
@@ -59,12 +82,19 @@ const MAX_DETAILS_CHARS = 16_384;
 
 export class PgExecutionStore implements ExecutionStore {
   private readonly maxRetries: number;
+  private readonly starts: Coalescer<StartInput, Row | null> | null = null;
+  private readonly completions: Coalescer<CompleteInput, boolean> | null = null;
 
   constructor(
     private readonly pool: PgPool,
     private readonly options: PgExecutionStoreOptions,
   ) {
     this.maxRetries = options.maxSerializationRetries ?? 3;
+    const max = options.coalesceMax ?? 0;
+    if (max > 1 && !options.rowLevelSecurity) {
+      this.starts = new Coalescer((inputs) => this.startMany(inputs), max);
+      this.completions = new Coalescer((inputs) => this.completeMany(inputs), max);
+    }
   }
 
   start(
@@ -74,9 +104,13 @@ export class PgExecutionStore implements ExecutionStore {
     nowMs: number,
   ): Promise<StartOutcome> {
     return this.fenced(ref, "start execution", async (db) => {
-      const params = [ref.tenantId, ref.taskId, ref.fencingToken, workerId, nowMs, leaseMs];
-      const result = await db.query(START[withRunAt(ref)], withRunAtParam(ref, params));
-      const row = result.rows[0];
+      let row: Row | null;
+      if (this.starts && hasRunAt(ref)) {
+        row = await this.starts.submit({ ref, workerId, leaseMs, nowMs });
+      } else {
+        const params = [ref.tenantId, ref.taskId, ref.fencingToken, workerId, nowMs, leaseMs];
+        row = (await db.query(START[withRunAt(ref)], withRunAtParam(ref, params))).rows[0];
+      }
       if (!row) return null;
       return {
         kind: "started" as const,
@@ -108,6 +142,10 @@ export class PgExecutionStore implements ExecutionStore {
 
   complete(ref: ExecutionRef, resultJson: string, nowMs: number): Promise<CompleteOutcome> {
     return this.fenced(ref, "complete execution", async (db) => {
+      if (this.completions && hasRunAt(ref)) {
+        const done = await this.completions.submit({ ref, resultJson, nowMs });
+        return done ? { kind: "completed" as const } : null;
+      }
       const params = [ref.tenantId, ref.taskId, ref.fencingToken, resultJson, nowMs];
       const result = await db.query(COMPLETE[withRunAt(ref)], withRunAtParam(ref, params));
       return result.rowCount === 1 ? { kind: "completed" as const } : null;
@@ -190,6 +228,65 @@ export class PgExecutionStore implements ExecutionStore {
     }
   }
 
+  /** The coalesced starts of one event-loop turn: one statement; each caller gets its row or null. */
+  private async startMany(inputs: StartInput[]): Promise<Array<Settled<Row | null>>> {
+    const answers: Array<Settled<Row | null>> = [];
+    // One statement per (worker, lease) — in practice one: a store serves one executor.
+    for (const group of groupBy(inputs, (i) => `${i.leaseMs}|${i.workerId}`)) {
+      const { workerId, leaseMs } = group[0]!;
+      const refs = group.map((i) => i.ref);
+      const result = await this.pool.query(START_MANY, [
+        refs.map((r) => r.tenantId),
+        refs.map((r) => r.taskId),
+        refs.map((r) => r.fencingToken),
+        refs.map((r) => r.runAtMs),
+        workerId,
+        group.map((i) => i.nowMs),
+        leaseMs,
+        ...runAtBounds(refs),
+      ]);
+      const rows = byIdAndToken(result.rows);
+      for (const input of group)
+        answers[inputs.indexOf(input)] = { ok: true, value: take(rows, input.ref) };
+    }
+    return answers;
+  }
+
+  /**
+   * The coalesced completions of one event-loop turn. A result Postgres
+   * refuses (a data exception) would fail the whole statement: then each row
+   * goes alone, so only its own caller sees the refusal.
+   */
+  private async completeMany(inputs: CompleteInput[]): Promise<Array<Settled<boolean>>> {
+    const once = async (group: CompleteInput[]) => {
+      const refs = group.map((i) => i.ref);
+      const result = await this.pool.query(COMPLETE_MANY, [
+        refs.map((r) => r.tenantId),
+        refs.map((r) => r.taskId),
+        refs.map((r) => r.fencingToken),
+        refs.map((r) => r.runAtMs),
+        group.map((i) => i.resultJson),
+        group.map((i) => i.nowMs),
+        ...runAtBounds(refs),
+      ]);
+      const rows = byIdAndToken(result.rows);
+      return group.map((i): Settled<boolean> => ({ ok: true, value: take(rows, i.ref) !== null }));
+    };
+    try {
+      return await once(inputs);
+    } catch (error) {
+      if (!isDataException(error) || inputs.length === 1) throw error;
+      return Promise.all(
+        inputs.map((input) =>
+          once([input]).then(
+            (answers) => answers[0]!,
+            (e: unknown): Settled<boolean> => ({ ok: false, error: e }),
+          ),
+        ),
+      );
+    }
+  }
+
   /** Writes decided failures of rows locked by this transaction: tasks, dead letters, keys. */
   private async settle(
     db: Queryable,
@@ -252,7 +349,8 @@ export class PgExecutionStore implements ExecutionStore {
     needsTransaction = false,
   ): Promise<T | { kind: "stale" } | { kind: "not_found" }> {
     if (!UUID.test(ref.taskId) || !UUID.test(ref.tenantId)) return { kind: "not_found" };
-    if (!TOKEN.test(ref.fencingToken)) return this.staleOrMissing(ref, operation);
+    const badRunAt = ref.runAtMs !== undefined && Number.isNaN(new Date(ref.runAtMs).getTime());
+    if (!TOKEN.test(ref.fencingToken) || badRunAt) return this.staleOrMissing(ref, operation);
     const run = async (db: Queryable) => (await attempt(db)) ?? (await this.classify(db, ref));
     try {
       return await this.withRetries(() =>
@@ -302,7 +400,8 @@ export class PgExecutionStore implements ExecutionStore {
         return await fn();
       } catch (error) {
         const code = (error as { code?: unknown } | null)?.code;
-        if (code !== "40001" || attempt >= this.maxRetries) throw error;
+        // 40P01: two coalesced statements locked the same rows in opposite orders.
+        if ((code !== "40001" && code !== "40P01") || attempt >= this.maxRetries) throw error;
       }
     }
   }
@@ -324,9 +423,47 @@ interface FailureRow {
   run_at_ms: number;
 }
 
+const hasRunAt = (ref: ExecutionRef): ref is ExecutionRef & { runAtMs: number } =>
+  ref.runAtMs !== undefined;
+
+const isoOf = (epochMs: number): string => new Date(epochMs).toISOString();
+
+/** Plain bounds on run_at, so the planner prunes partitions of a coalesced statement. */
+function runAtBounds(refs: ReadonlyArray<{ runAtMs: number }>): [string, string] {
+  let min = Number.POSITIVE_INFINITY;
+  let max = Number.NEGATIVE_INFINITY;
+  for (const r of refs) {
+    if (r.runAtMs < min) min = r.runAtMs;
+    if (r.runAtMs > max) max = r.runAtMs;
+  }
+  return [isoOf(min), isoOf(max)];
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): T[][] {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return [...groups.values()];
+}
+
+const byIdAndToken = (rows: Row[]): Map<string, Row> =>
+  new Map(rows.map((row) => [`${row.id}:${row.token}`, row]));
+
+/** A row answers one caller only: the same task twice in a batch starts once, the other is stale. */
+function take(rows: Map<string, Row>, ref: ExecutionRef): Row | null {
+  const key = `${ref.taskId.toLowerCase()}:${ref.fencingToken}`;
+  const row = rows.get(key) ?? null;
+  rows.delete(key);
+  return row;
+}
+
 const withRunAt = (ref: ExecutionRef): 0 | 1 => (ref.runAtMs === undefined ? 0 : 1);
 const withRunAtParam = (ref: ExecutionRef, params: unknown[]): unknown[] =>
-  ref.runAtMs === undefined ? params : [...params, ref.runAtMs];
+  ref.runAtMs === undefined ? params : [...params, isoOf(ref.runAtMs)];
 
 const stateOf = (row: FailureRow) => ({
   attempt: row.attempt,

@@ -23,12 +23,18 @@ export const FAILURE_COLUMNS = `
   backoff_strategy, backoff_base_ms, backoff_max_ms, idempotency_key,
   fencing_token::text AS fencing_token, lease_owner, ${msOf("run_at")} AS run_at_ms`;
 
+/**
+ * run_at arrives as a timestamptz parameter (ISO text), not as epoch ms:
+ * `timestamptz 'epoch' + ms * interval` is only stable, so the planner would
+ * plan the statement over every partition (~400 with the default horizon);
+ * a plain timestamptz constant lets it prune to one at plan time.
+ */
 const runAtTest = (withRunAt: boolean, param: string) =>
-  withRunAt ? `AND run_at = ${ts(param)}` : "";
+  withRunAt ? `AND run_at = ${param}::timestamptz` : "";
 
 /**
  * start: $1 tenant_id, $2 id, $3 fencing_token, $4 worker_id, $5 now_ms,
- * $6 lease_ms [, $7 run_at_ms] → 1 row if ARMED with this token (now RUNNING), else 0.
+ * $6 lease_ms [, $7 run_at timestamptz] → 1 row if ARMED with this token (now RUNNING), else 0.
  */
 export const startTask = (withRunAt: boolean) => `
 UPDATE tasks
@@ -45,7 +51,7 @@ RETURNING attempt, max_attempts, timeout_ms, ${msOf("run_at")} AS run_at_ms,
 
 /**
  * heartbeat: $1 tenant_id, $2 id, $3 fencing_token, $4 worker_id, $5 now_ms,
- * $6 lease_ms [, $7 run_at_ms] → 1 row if RUNNING with this token, else 0.
+ * $6 lease_ms [, $7 run_at timestamptz] → 1 row if RUNNING with this token, else 0.
  */
 export const heartbeatTask = (withRunAt: boolean) => `
 UPDATE tasks
@@ -58,7 +64,7 @@ RETURNING ${msOf("lease_expires_at")} AS lease_expires_at_ms`;
 
 /**
  * complete: $1 tenant_id, $2 id, $3 fencing_token, $4 result jsonb text, $5 now_ms
- * [, $6 run_at_ms] → 1 row if RUNNING with this token (now COMPLETED), else 0.
+ * [, $6 run_at timestamptz] → 1 row if RUNNING with this token (now COMPLETED), else 0.
  */
 export const completeTask = (withRunAt: boolean) => `
 UPDATE tasks
@@ -72,7 +78,7 @@ UPDATE tasks
 RETURNING 1`;
 
 /**
- * lock-running: $1 tenant_id, $2 id, $3 fencing_token [, $4 run_at_ms] → the
+ * lock-running: $1 tenant_id, $2 id, $3 fencing_token [, $4 run_at timestamptz] → the
  * retry state of a RUNNING task held with this token, locked until the end
  * of the transaction (the failure's decision is made in Node, domain/retry.ts).
  */
@@ -187,3 +193,47 @@ audited AS (
   SELECT $1, $5::uuid, 'task.replay', ARRAY[id], ${ts("$4")} FROM replayed
 )
 SELECT id FROM replayed`;
+
+/**
+ * start-many: one fenced start per row, in one statement (the worker's
+ * coalesced starts). $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[],
+ * $4 run_at_ms float8[], $5 worker_id text, $6 now_ms float8[], $7 lease_ms
+ * float8, $8 min run_at, $9 max run_at (timestamptz; lets the planner prune
+ * partitions) → one row per task started, with its id and token. A task
+ * named twice is updated once (the caller answers the second `stale`).
+ */
+export const START_MANY = `
+UPDATE tasks t
+   SET status = 'RUNNING',
+       attempt = t.attempt + 1,
+       lease_owner = $5,
+       lease_expires_at = ${ts("r.now_ms + $7::float8")},
+       started_at = ${ts("r.now_ms")},
+       updated_at = ${ts("r.now_ms")}
+  FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::float8[], $6::float8[])
+       AS r (tenant_id, id, token, run_at_ms, now_ms)
+ WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
+   AND t.status = 'ARMED' AND t.run_at = ${ts("r.run_at_ms")}
+   AND t.run_at >= $8::timestamptz AND t.run_at <= $9::timestamptz
+RETURNING t.id, t.fencing_token::text AS token, t.attempt, t.max_attempts, t.timeout_ms,
+          ${msOf("t.run_at")} AS run_at_ms, ${msOf("t.lease_expires_at")} AS lease_expires_at_ms`;
+
+/**
+ * complete-many: one fenced completion per row, in one statement.
+ * $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[], $4 run_at_ms
+ * float8[], $5 results text[] (JSON), $6 now_ms float8[], $7 min run_at,
+ * $8 max run_at → one row (id, token) per task completed.
+ */
+export const COMPLETE_MANY = `
+UPDATE tasks t
+   SET status = 'COMPLETED',
+       result = r.result::jsonb,
+       lease_expires_at = NULL,
+       completed_at = ${ts("r.now_ms")},
+       updated_at = ${ts("r.now_ms")}
+  FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::float8[], $5::text[], $6::float8[])
+       AS r (tenant_id, id, token, run_at_ms, result, now_ms)
+ WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
+   AND t.status = 'RUNNING' AND t.run_at = ${ts("r.run_at_ms")}
+   AND t.run_at >= $7::timestamptz AND t.run_at <= $8::timestamptz
+RETURNING t.id, t.fencing_token::text AS token`;
