@@ -15,6 +15,7 @@ import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
+import pg from "pg";
 import { TOPICS, topicName } from "../node/src/domain/envelope.js";
 import { deleteBenchKeys, prepareBenchDatabase, root, waitForApi } from "./support.js";
 
@@ -54,8 +55,9 @@ interface Arrival {
   dispatchedMs: number;
 }
 
-function child(roles: string, env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [path.join(root, "bin/chronofence.js"), "run", "--roles", roles], {
+function child(roles: string, env: Record<string, string>, nodeArgs: string[] = []): ChildProcess {
+  const cli = [path.join(root, "bin/chronofence.js"), "run", "--roles", roles];
+  return spawn(process.execPath, [...nodeArgs, ...cli], {
     env: {
       ...process.env,
       DATABASE_URL,
@@ -72,10 +74,11 @@ function child(roles: string, env: Record<string, string>): ChildProcess {
 const startApi = () => waitForApi(child("api", { PORT: String(port) }), baseUrl, 200);
 
 async function startDispatcher(): Promise<{ process: ChildProcess; metricsPort: number }> {
-  const profile: Record<string, string> = process.env.BENCH_PROFILE_DIR
-    ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}` }
-    : {};
-  const dispatcher = child("dispatcher,preloader,reconciler", { CF_METRICS_PORT: "0", ...profile });
+  // --cpu-prof is refused in NODE_OPTIONS: it goes on the command line.
+  const profile = process.env.BENCH_PROFILE_DIR
+    ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
+    : [];
+  const dispatcher = child("dispatcher,preloader,reconciler", { CF_METRICS_PORT: "0" }, profile);
   const metricsPort = await new Promise<number>((resolve, reject) => {
     let out = "";
     dispatcher.stdout!.on("data", (chunk: Buffer) => {
@@ -235,6 +238,33 @@ async function dispatcherLateness(metricsPort: number) {
   };
 }
 
+/**
+ * Where a task's time went before it was published, from the rows: created_at (request
+ * accepted) → armed_at (the dispatcher's fenced UPDATE) → run_at. `armed_ahead` below 0 means
+ * the task was armed after it was due: it could not be published on time.
+ */
+async function stagesOf() {
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query(`
+      SELECT percentile_disc(ARRAY[0.01, 0.5, 0.99]) WITHIN GROUP (ORDER BY ahead_ms) AS ahead,
+             percentile_disc(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY since_created_ms) AS since
+        FROM (SELECT extract(epoch FROM run_at - armed_at) * 1000 AS ahead_ms,
+                     extract(epoch FROM armed_at - created_at) * 1000 AS since_created_ms
+                FROM tasks WHERE armed_at IS NOT NULL) s`);
+    const [ahead, since] = [rows[0].ahead ?? [], rows[0].since ?? []].map((a: number[]) =>
+      a.map((x) => round(Number(x))),
+    );
+    return {
+      armed_ahead_of_run_at_ms: { p1: ahead![0], p50: ahead![1], p99: ahead![2] },
+      created_to_armed_ms: { p50: since![0], p99: since![1] },
+    };
+  } finally {
+    await client.end();
+  }
+}
+
 async function cleanup(children: ChildProcess[]) {
   for (const c of children) c.kill("SIGTERM");
   await Promise.all(
@@ -263,7 +293,10 @@ async function main(): Promise<void> {
     "leases",
   ]);
   const api = await startApi();
-  const dispatcher = await startDispatcher();
+  const dispatcher = await startDispatcher().catch((error: unknown) => {
+    api.kill("SIGTERM");
+    throw error;
+  });
   const children = [api, dispatcher.process];
   try {
     const arrivals = new Map<string, Arrival>();
@@ -333,6 +366,7 @@ async function main(): Promise<void> {
         max_ms: toBroker[toBroker.length - 1] ?? 0,
       },
       dispatcher_run_at_to_broker_ack: await dispatcherLateness(dispatcher.metricsPort),
+      stages: await stagesOf(),
       cpu_cores: cpuCores,
       peer: null,
     };
@@ -347,6 +381,7 @@ async function main(): Promise<void> {
     log(
       `run_at → dispatched_at (in the dispatcher): p50 ${report.run_at_to_dispatched_at.p50_ms} ms, p99 ${report.run_at_to_dispatched_at.p99_ms} ms`,
     );
+    log(`stages: ${JSON.stringify(report.stages)}`);
     log(`ingest (batch request → 201): p50 ${load.ingest.p50_ms} ms, p99 ${load.ingest.p99_ms} ms`);
     log(`cores: ${JSON.stringify(cpuCores)}`);
     if (args.json) console.log(JSON.stringify(report));
