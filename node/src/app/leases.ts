@@ -120,11 +120,11 @@ export class LeaseManager {
     for (const [name, held] of this.held) if (held.validUntilMonoMs <= sentMonoMs) this.lose(name);
     await this.renew(sentMonoMs, nowMs);
     for (const family of this.options.families) {
-      await this.ensure(memberName(family, this.options.nodeId), sentMonoMs, nowMs);
+      await this.ensure(memberName(family, this.options.nodeId));
     }
     if (this.stopping) return;
-    for (const family of this.options.families) await this.rebalance(family, sentMonoMs, nowMs);
-    if (this.options.wantLeader) await this.ensure(LEADER_LEASE, sentMonoMs, nowMs);
+    for (const family of this.options.families) await this.rebalance(family, nowMs);
+    if (this.options.wantLeader) await this.ensure(LEADER_LEASE);
   }
 
   /** Graceful stop: take nothing more; drain and release every shard, then the rest. */
@@ -154,9 +154,15 @@ export class LeaseManager {
     }
   }
 
-  /** Acquires `name` unless held. */
-  private async ensure(name: string, sentMonoMs: number, nowMs: number): Promise<number | null> {
+  /**
+   * Acquires `name` unless held. Times are read right before sending (rule 2): a heartbeat that
+   * acquires many leases one after another on a slow database must not date the last ones back
+   * to its start, or they would be expired locally before they were even granted.
+   */
+  private async ensure(name: string): Promise<number | null> {
     if (this.held.has(name)) return null;
+    const sentMonoMs = this.clock.monotonicMs();
+    const nowMs = this.clock.nowMs();
     const epoch = await this.store.acquire(name, this.options.nodeId, this.options.ttlMs, nowMs);
     if (epoch === null) return null;
     this.held.set(name, { epoch, validUntilMonoMs: this.validUntil(sentMonoMs) });
@@ -164,7 +170,7 @@ export class LeaseManager {
     return epoch;
   }
 
-  private async rebalance(family: string, sentMonoMs: number, nowMs: number): Promise<void> {
+  private async rebalance(family: string, nowMs: number): Promise<void> {
     const records = await this.store.list([`${family}:`, `node:${family}:`]);
     const live = records.filter((r) => r.expiresAtMs > nowMs);
     const members = live
@@ -184,9 +190,23 @@ export class LeaseManager {
     for (const shard of plan.release) {
       if (!this.releasing.has(leaseName(family, shard))) void this.release(family, shard);
     }
-    for (const shard of plan.acquire) {
-      const epoch = await this.ensure(leaseName(family, shard), sentMonoMs, nowMs);
-      if (epoch !== null) this.listener.acquired(family, shard, epoch);
+    const wanted = plan.acquire.filter((shard) => !this.held.has(leaseName(family, shard)));
+    if (wanted.length === 0) return;
+    const sentMonoMs = this.clock.monotonicMs();
+    const acquired = await this.store.acquireAll(
+      wanted.map((shard) => leaseName(family, shard)),
+      this.options.nodeId,
+      this.options.ttlMs,
+      this.clock.nowMs(),
+    );
+    const epochs = new Map(acquired.map((l) => [l.name, l.epoch]));
+    for (const shard of wanted) {
+      const name = leaseName(family, shard);
+      const epoch = epochs.get(name);
+      if (epoch === undefined) continue;
+      this.held.set(name, { epoch, validUntilMonoMs: this.validUntil(sentMonoMs) });
+      this.metrics.leaseAcquired(name);
+      this.listener.acquired(family, shard, epoch);
     }
   }
 

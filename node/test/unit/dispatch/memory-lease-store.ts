@@ -12,6 +12,20 @@ export class MemoryLeaseStore implements LeaseStore {
     return epoch;
   }
 
+  async acquireAll(
+    names: readonly string[],
+    owner: string,
+    ttlMs: number,
+    nowMs: number,
+  ): Promise<HeldLease[]> {
+    const acquired: HeldLease[] = [];
+    for (const name of [...new Set(names)].sort()) {
+      const epoch = await this.acquire(name, owner, ttlMs, nowMs);
+      if (epoch !== null) acquired.push({ name, epoch });
+    }
+    return acquired;
+  }
+
   async renew(
     owner: string,
     leases: readonly HeldLease[],
