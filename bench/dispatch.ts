@@ -198,26 +198,45 @@ const percentile = (sorted: number[], p: number) =>
     : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 const round = (x: number) => Math.round(x * 100) / 100;
 
+/** The Postgres backends serving the bench database (other databases on this server are not ours). */
+async function benchBackends(): Promise<Array<{ pid: number; role: string }>> {
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      "SELECT pid, application_name FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    );
+    return rows.map((r) => ({
+      pid: r.pid as number,
+      role: /api/.test(r.application_name) ? "api" : "dispatch",
+    }));
+  } finally {
+    await client.end();
+  }
+}
+
 async function cpuTicksOf(pids: Record<string, number>): Promise<Record<string, number>> {
-  const ticks: Record<string, number> = {};
-  for (const [name, pid] of Object.entries(pids)) {
+  const ticksOf = async (pid: number | string) => {
     const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    ticks[name] = Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
+    return {
+      comm: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
+      ticks: Number(fields[11] ?? 0) + Number(fields[12] ?? 0),
+    };
+  };
+  const ticks: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(pids)) ticks[name] = (await ticksOf(pid)).ticks;
+  for (const { pid, role } of await benchBackends()) {
+    ticks[`pg:${role}:${pid}`] = (await ticksOf(pid)).ticks;
   }
-  let postgres = 0;
   let kafka = 0;
   for (const pid of await readdir("/proc")) {
     if (!/^\d+$/.test(pid)) continue;
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
-    const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const t = Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
-    if (comm.startsWith("postgres")) postgres += t;
-    else if (comm === "java") kafka += t;
+    const { comm, ticks: t } = await ticksOf(pid);
+    if (comm === "java") kafka += t;
     else if (comm.startsWith("redis-server")) ticks.redis = (ticks.redis ?? 0) + t;
   }
-  return { ...ticks, postgres, kafka };
+  return { ...ticks, kafka };
 }
 
 async function dispatcherLateness(metricsPort: number) {
@@ -338,8 +357,20 @@ async function main(): Promise<void> {
     const publishedPerS = lateness.length / Math.max(0.001, (lastMs - firstMs) / 1000);
     // Mean cores over the whole run (offering, then draining until the last task arrived).
     const cpuCores: Record<string, number> = {};
-    for (const key of Object.keys(cpuAfter)) {
-      cpuCores[key] = round((cpuAfter[key]! - (cpuBefore[key] ?? 0)) / 100 / cpuWallS);
+    // CPU per published task: steadier than latency on a machine shared with other work.
+    const cpuUsPerTask: Record<string, number> = {};
+    // Per backend of the bench database: one that connected during the run counts from zero.
+    const cpuTicks: Record<string, number> = { "postgres for api": 0, "postgres for dispatch": 0 };
+    for (const key of Object.keys(cpuAfter).filter((k) => k.startsWith("pg:"))) {
+      const role = key.split(":")[1]!;
+      cpuTicks[`postgres for ${role}`]! += cpuAfter[key]! - (cpuBefore[key] ?? 0);
+    }
+    for (const key of Object.keys(cpuAfter).filter((k) => !k.startsWith("pg:"))) {
+      cpuTicks[key] = cpuAfter[key]! - (cpuBefore[key] ?? 0);
+    }
+    for (const [key, ticks] of Object.entries(cpuTicks)) {
+      cpuCores[key] = round(ticks / 100 / cpuWallS);
+      cpuUsPerTask[key] = Math.round((ticks * 10_000) / Math.max(1, lateness.length));
     }
     const report = {
       bench: "dispatch",
@@ -368,6 +399,7 @@ async function main(): Promise<void> {
       dispatcher_run_at_to_broker_ack: await dispatcherLateness(dispatcher.metricsPort),
       stages: await stagesOf(),
       cpu_cores: cpuCores,
+      cpu_us_per_task: cpuUsPerTask,
       peer: null,
     };
     await consumer.disconnect();
@@ -384,6 +416,7 @@ async function main(): Promise<void> {
     log(`stages: ${JSON.stringify(report.stages)}`);
     log(`ingest (batch request → 201): p50 ${load.ingest.p50_ms} ms, p99 ${load.ingest.p99_ms} ms`);
     log(`cores: ${JSON.stringify(cpuCores)}`);
+    log(`CPU µs per published task: ${JSON.stringify(cpuUsPerTask)}`);
     if (args.json) console.log(JSON.stringify(report));
   } finally {
     await cleanup(children);

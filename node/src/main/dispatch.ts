@@ -117,7 +117,7 @@ export async function startDispatchRoles(
       claimBatchSize: config.claimBatchSize,
       drainTimeoutMs: config.dispatchDrainMs,
     },
-  );
+  ).start();
   leases = new LeaseManager(
     new PgLeaseStore(pool),
     clock,
