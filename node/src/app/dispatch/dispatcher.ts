@@ -11,6 +11,16 @@
  * two cores with everything else, spent its time on per-statement overhead
  * while the arms queued for the pool's connections past their run_at
  * (bench/RESULTS.md, Dispatch).
+ *
+ * Why the wheels stay on this thread rather than one worker_thread per shard
+ * (DESIGN.md's sketch): the one Kafka producer lives here, so a worker per
+ * shard adds a hop each way (armed tasks in, fired ids out) and sixteen more
+ * event loops on a two-core machine. bench:dispatch-threads measured it at
+ * 5,000 and 10,000 tasks/s: 274–306 µs of CPU per task with a worker per
+ * shard against 131–245 µs on this thread, and seconds of lateness (p50
+ * 2–4 s) where this thread's wheels fired at p50 1–6 ms in 3 of 4 runs
+ * (load average 23–30 from other work: ratios, not absolutes). Change this
+ * only with a measurement that says otherwise (more cores, for one).
  */
 import type { Clock } from "../../ports/clock.js";
 import type { DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
