@@ -24,6 +24,8 @@
  *     members, computes its share (domain/fair-share.ts), releases what it
  *     holds beyond it and acquires free shards up to it. Releasing drains
  *     first (the listener decides how) and keeps renewing meanwhile.
+ *     Expired membership rows are deleted by whichever node sees them; shard
+ *     and leader rows never are (their epoch must only grow).
  *
  * Worked example (ttl 10 s, margin 2 s, heartbeat 3 s): A holds shard:3 at
  * epoch 7. A stops (SIGSTOP) at t=0. A's last renew was at t=-1 s, so the row
@@ -173,6 +175,14 @@ export class LeaseManager {
   private async rebalance(family: string, nowMs: number): Promise<void> {
     const records = await this.store.list([`${family}:`, `node:${family}:`]);
     const live = records.filter((r) => r.expiresAtMs > nowMs);
+    // Members that stopped without releasing: any node may delete them, any number of times.
+    const gone = records.filter((r) => r.name.startsWith("node:") && r.expiresAtMs <= nowMs);
+    if (gone.length > 0) {
+      await this.store.deleteExpiredMembers(
+        gone.map((r) => r.name),
+        nowMs,
+      );
+    }
     const members = live
       .filter((r) => r.name.startsWith("node:"))
       .map((r) => r.name.slice(`node:${family}:`.length));

@@ -36,6 +36,8 @@ export interface LeaseStore {
   ): Promise<string[]>;
   /** Ends the leases at once so another owner may acquire them; returns the names released. */
   release(owner: string, leases: readonly HeldLease[], nowMs: number): Promise<string[]>;
+  /** Deletes the membership leases (`node:...`) among `names` expired at `nowMs`; returns how many. */
+  deleteExpiredMembers(names: readonly string[], nowMs: number): Promise<number>;
   /** Every lease whose name starts with one of `prefixes`. */
   list(prefixes: readonly string[]): Promise<LeaseRecord[]>;
 }

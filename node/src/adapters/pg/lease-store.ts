@@ -4,6 +4,7 @@ import type { PgPool } from "./pool.js";
 import {
   ACQUIRE_LEASE,
   ACQUIRE_LEASES,
+  DELETE_EXPIRED_MEMBERS,
   LIST_LEASES,
   RELEASE_LEASES,
   RENEW_LEASES,
@@ -69,6 +70,16 @@ export class PgLeaseStore implements LeaseStore {
       return result.rows.map((row) => row.name as string);
     } catch (error) {
       throw fromPgError(error, "release leases");
+    }
+  }
+
+  async deleteExpiredMembers(names: readonly string[], nowMs: number): Promise<number> {
+    if (names.length === 0) return 0;
+    try {
+      const result = await this.pool.query(DELETE_EXPIRED_MEMBERS, [names, nowMs]);
+      return result.rowCount ?? 0;
+    } catch (error) {
+      throw fromPgError(error, "delete expired members");
     }
   }
 

@@ -55,6 +55,18 @@ export class MemoryLeaseStore implements LeaseStore {
     return released;
   }
 
+  async deleteExpiredMembers(names: readonly string[], nowMs: number): Promise<number> {
+    let deleted = 0;
+    for (const name of names) {
+      const row = this.rows.get(name);
+      if (row && name.startsWith("node:") && row.expiresAtMs <= nowMs) {
+        this.rows.delete(name);
+        deleted++;
+      }
+    }
+    return deleted;
+  }
+
   async list(prefixes: readonly string[]): Promise<LeaseRecord[]> {
     return [...this.rows.values()]
       .filter((r) => prefixes.some((p) => r.name.startsWith(p)))

@@ -54,6 +54,19 @@ UPDATE leases l SET expires_at = timestamptz 'epoch'
  WHERE l.name = h.name AND l.owner = $1 AND l.epoch = h.epoch
 RETURNING l.name`;
 
+/**
+ * delete-expired-members: $1 names text[], $2 now_ms → the membership leases
+ * (`node:...`) among them that had expired, deleted: nodes that stopped
+ * without releasing would otherwise leave a row each forever. Only
+ * membership rows: a shard or leader row keeps its epoch (the fencing token)
+ * for good. One that renewed or was re-acquired meanwhile is unexpired and stays.
+ */
+export const DELETE_EXPIRED_MEMBERS = `
+DELETE FROM leases
+ WHERE name = ANY($1::text[]) AND name LIKE 'node:%'
+   AND expires_at <= ${AT("$2::float8")}
+RETURNING name`;
+
 /** list-leases: $1 prefixes text[] → every lease whose name starts with one of them. */
 export const LIST_LEASES = `
 SELECT name, owner, epoch::float8 AS epoch,
