@@ -71,6 +71,13 @@ function setup(options: { staleShards?: number[]; shards?: number[] } = {}) {
   const givenBack: Claim[] = [];
   const sent: OutboundMessage[] = [];
   const lost: number[] = [];
+  const staleRejected: Array<[number, number, string]> = [];
+  const metrics = {
+    ...noDispatchMetrics,
+    staleEpochRejected: (shard: number, claims: number, where: string) => {
+      staleRejected.push([shard, claims, where]);
+    },
+  };
   let holds = true;
   const shardOfId = (id: string) => (id.includes("/") ? Number(id.split("/")[0]) : 3);
   const hotTier: DispatchHotTier = {
@@ -127,7 +134,7 @@ function setup(options: { staleShards?: number[]; shards?: number[] } = {}) {
       hotTier,
       outbox,
       clock,
-      metrics: noDispatchMetrics,
+      metrics,
       newTimers: () => timers,
       holdsShard: () => holds,
       expireShard: (shard) => {
@@ -156,6 +163,7 @@ function setup(options: { staleShards?: number[]; shards?: number[] } = {}) {
     timers,
     dispatcher,
     lost: () => lost,
+    staleRejected,
     loseLease: () => {
       holds = false;
     },
@@ -200,6 +208,7 @@ describe("shard dispatcher", () => {
     await s.dispatcher.round();
     expect(s.givenBack.map((c) => c.taskId)).toEqual(["t0"]);
     expect(s.lost()).toEqual([3]);
+    expect(s.staleRejected).toEqual([[3, 1, "db"]]);
     expect(s.timers.size).toBe(0);
   });
 
@@ -216,6 +225,7 @@ describe("shard dispatcher", () => {
     // Shard 5's fence refused: its claim goes back and it is let go; shard 3's task still fires.
     expect(s.givenBack.map((c) => c.taskId)).toEqual(["5/b"]);
     expect(s.lost()).toEqual([5]);
+    expect(s.staleRejected).toEqual([[5, 1, "db"]]);
     expect([...s.dispatcher.heldBy()]).toEqual([[3, 1]]);
     s.clock.advance(100);
     s.timers.fireDue();
