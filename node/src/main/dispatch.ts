@@ -115,6 +115,8 @@ export async function startDispatchRoles(
       claimLookaheadMs: config.claimLookaheadMs,
       claimTtlMs: config.claimTtlMs,
       claimBatchSize: config.claimBatchSize,
+      // One connection stays free for the heartbeat, the pre-loader and the reconciler.
+      roundGroups: Math.max(1, config.dispatchPgPoolSize - 1),
       drainTimeoutMs: config.dispatchDrainMs,
     },
   ).start();

@@ -36,8 +36,13 @@ export interface DispatcherOptions {
   claimIntervalMs: number;
   claimLookaheadMs: number;
   claimTtlMs: number;
-  /** Most ids claimed (and armed) in one round, over all shards. */
+  /** Most ids claimed (and armed) in one round, over all its shards. */
   claimBatchSize: number;
+  /**
+   * Claim rounds running side by side, each over the shards s with s % roundGroups === its
+   * index: one arm statement in flight per group (fewer than the pool's connections).
+   */
+  roundGroups: number;
   /** A release or shutdown waits at most this long for the wheel to empty. */
   drainTimeoutMs: number;
 }
@@ -64,21 +69,25 @@ const ADOPT_BATCH = 2000;
 
 export class Dispatcher {
   private readonly running = new Map<number, Running>();
-  private readonly loop: Loop;
+  private readonly loops: Loop[];
 
   constructor(
     private readonly deps: DispatcherDeps,
     private readonly options: DispatcherOptions,
   ) {
-    this.loop = new Loop(
-      () => this.round(),
-      options.claimIntervalMs,
-      (error) => this.deps.onError(error, "dispatch round"),
+    this.loops = Array.from(
+      { length: options.roundGroups },
+      (_, group) =>
+        new Loop(
+          () => this.round(group),
+          options.claimIntervalMs,
+          (error) => this.deps.onError(error, "dispatch round"),
+        ),
     );
   }
 
   start(): this {
-    this.loop.start();
+    for (const loop of this.loops) loop.start();
     return this;
   }
 
@@ -115,7 +124,7 @@ export class Dispatcher {
   }
 
   async stopAll(): Promise<void> {
-    await this.loop.stop();
+    await Promise.all(this.loops.map((loop) => loop.stop()));
     await Promise.allSettled([...this.running.keys()].map((shard) => this.stopShard(shard)));
   }
 
@@ -124,9 +133,10 @@ export class Dispatcher {
    * true when some shard's claim was full (a backlog remains: go again at once).
    * A shard stopped meanwhile gives back what the round armed for it.
    */
-  async round(): Promise<boolean> {
+  async round(group = 0): Promise<boolean> {
     const shards: Running[] = [];
     for (const r of this.running.values()) {
+      if (r.dispatcher.shard % this.options.roundGroups !== group) continue;
       // A shard whose adoption failed sits this round out; the others go on.
       if (r.dispatcher.wantsClaims && (await this.adopt(r))) shards.push(r);
     }

@@ -149,6 +149,7 @@ function setup(options: { staleShards?: number[]; shards?: number[] } = {}) {
       claimLookaheadMs: 1000,
       claimTtlMs: 60_000,
       claimBatchSize: 100,
+      roundGroups: 1,
       drainTimeoutMs: 60_000,
     },
   );
