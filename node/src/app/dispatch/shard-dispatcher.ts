@@ -69,8 +69,9 @@ export class ShardDispatcher {
     return this.loaded.size + this.publishing;
   }
 
+  /** Not once the lease is invalid locally (rule 2): a resumed stale process takes nothing from the shard's new owner. */
   get wantsClaims(): boolean {
-    return this.claiming && !this.stopped;
+    return this.claiming && !this.stopped && this.deps.holds();
   }
 
   get fence(): ShardFence {

@@ -257,6 +257,15 @@ describe("shard dispatcher", () => {
     expect(s.givenBack.map((c) => c.taskId)).toEqual(["t0"]);
   });
 
+  it("claims nothing for a shard whose lease is invalid locally", async () => {
+    const s = setup();
+    s.loseLease();
+    s.due.set("t0", s.clock.nowMs() + 100);
+    expect(await s.dispatcher.round()).toBe(false);
+    expect(s.armCalls).toHaveLength(0);
+    expect(s.due.has("t0")).toBe(true);
+  });
+
   it("drops a cancelled task from the wheel", async () => {
     const s = setup();
     s.due.set("keep", s.clock.nowMs() + 300);
