@@ -12,6 +12,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { parseArgs } from "node:util";
+import pg from "pg";
 import {
   type Arrival,
   coresBetween,
@@ -55,21 +56,20 @@ const log = (line: string) => {
   if (!args.json) console.log(line);
 };
 
-const child = (roles: string, env: Record<string, string>): ChildProcess =>
-  spawnRoles(roles, {
-    DATABASE_URL,
-    CF_REDIS_PREFIX: REDIS_PREFIX,
-    CF_TOPIC_PREFIX: TOPIC_PREFIX,
-    ...env,
-  });
+const child = (roles: string, env: Record<string, string>, nodeArgs: string[] = []): ChildProcess =>
+  spawnRoles(
+    roles,
+    { DATABASE_URL, CF_REDIS_PREFIX: REDIS_PREFIX, CF_TOPIC_PREFIX: TOPIC_PREFIX, ...env },
+    nodeArgs,
+  );
 
 const startApi = () => waitForApi(child("api", { PORT: String(port) }), baseUrl, 200);
 
 async function startDispatcher(): Promise<{ process: ChildProcess; metricsPort: number }> {
-  const profile: Record<string, string> = process.env.BENCH_PROFILE_DIR
-    ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}` }
-    : {};
-  const dispatcher = child("dispatcher,preloader,reconciler", { CF_METRICS_PORT: "0", ...profile });
+  const profile = process.env.BENCH_PROFILE_DIR
+    ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
+    : [];
+  const dispatcher = child("dispatcher,preloader,reconciler", { CF_METRICS_PORT: "0" }, profile);
   return { process: dispatcher, metricsPort: await readyMetricsPort(dispatcher, "dispatcher") };
 }
 
@@ -91,6 +91,33 @@ async function dispatcherLateness(metricsPort: number) {
   };
 }
 
+/**
+ * Where a task's time went before it was published, from the rows: created_at (request
+ * accepted) → armed_at (the dispatcher's fenced UPDATE) → run_at. `armed_ahead` below 0 means
+ * the task was armed after it was due: it could not be published on time.
+ */
+async function stagesOf() {
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query(`
+      SELECT percentile_disc(ARRAY[0.01, 0.5, 0.99]) WITHIN GROUP (ORDER BY ahead_ms) AS ahead,
+             percentile_disc(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY since_created_ms) AS since
+        FROM (SELECT extract(epoch FROM run_at - armed_at) * 1000 AS ahead_ms,
+                     extract(epoch FROM armed_at - created_at) * 1000 AS since_created_ms
+                FROM tasks WHERE armed_at IS NOT NULL) s`);
+    const [ahead, since] = [rows[0].ahead ?? [], rows[0].since ?? []].map((a: number[]) =>
+      a.map((x) => round(Number(x))),
+    );
+    return {
+      armed_ahead_of_run_at_ms: { p1: ahead![0], p50: ahead![1], p99: ahead![2] },
+      created_to_armed_ms: { p50: since![0], p99: since![1] },
+    };
+  } finally {
+    await client.end();
+  }
+}
+
 async function cleanup(children: ChildProcess[]) {
   await stopChildren(children);
   await deleteKafkaRun(BROKERS, TOPIC_PREFIX, [`${TOPIC_PREFIX}bench`]);
@@ -105,7 +132,10 @@ async function main(): Promise<void> {
     "leases",
   ]);
   const api = await startApi();
-  const dispatcher = await startDispatcher();
+  const dispatcher = await startDispatcher().catch((error: unknown) => {
+    api.kill("SIGTERM");
+    throw error;
+  });
   const children = [api, dispatcher.process];
   try {
     const arrivals = new Map<string, Arrival>();
@@ -128,12 +158,16 @@ async function main(): Promise<void> {
       lastRunAtMs + 15_000,
     );
     // Mean cores over the whole run (offering, then draining until the last task arrived).
-    const cpuCores = coresBetween(
-      cpuBefore,
-      await cpuTicksOf(pids),
-      (Date.now() - cpuStartMs) / 1000,
-    );
+    const cpuWallS = (Date.now() - cpuStartMs) / 1000;
+    const cpuCores = coresBetween(cpuBefore, await cpuTicksOf(pids), cpuWallS);
     const outcome = publishOutcome(accepted, arrivals);
+    // CPU per published task: steadier than latency on a machine shared with other work.
+    const cpuUsPerTask = Object.fromEntries(
+      Object.entries(cpuCores).map(([k, cores]) => [
+        k,
+        Math.round((cores * cpuWallS * 1e6) / Math.max(1, outcome.published)),
+      ]),
+    );
     const report = {
       bench: "dispatch",
       offered_per_s: ratePerS,
@@ -153,7 +187,9 @@ async function main(): Promise<void> {
       },
       run_at_to_dispatched_at: outcome.toBroker,
       dispatcher_run_at_to_broker_ack: await dispatcherLateness(dispatcher.metricsPort),
+      stages: await stagesOf(),
       cpu_cores: cpuCores,
+      cpu_us_per_task: cpuUsPerTask,
       peer: null,
     };
     await consumer.disconnect();
@@ -168,7 +204,9 @@ async function main(): Promise<void> {
       `run_at → dispatched_at (in the dispatcher): p50 ${report.run_at_to_dispatched_at.p50_ms} ms, p99 ${report.run_at_to_dispatched_at.p99_ms} ms`,
     );
     log(`ingest (batch request → 201): p50 ${load.ingest.p50_ms} ms, p99 ${load.ingest.p99_ms} ms`);
+    log(`stages: ${JSON.stringify(report.stages)}`);
     log(`cores: ${JSON.stringify(cpuCores)}`);
+    log(`CPU µs per published task: ${JSON.stringify(cpuUsPerTask)}`);
     if (args.json) console.log(JSON.stringify(report));
   } finally {
     await cleanup(children);

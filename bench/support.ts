@@ -210,8 +210,14 @@ export async function offerThroughApi(offer: ApiOffer, accepted: Map<string, num
 }
 
 /** Spawns `chronofence run --roles <roles>` from the built tree, its stdout piped. */
-export function spawnRoles(roles: string, env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [path.join(root, "bin/chronofence.js"), "run", "--roles", roles], {
+/** `nodeArgs` go before the script: some flags (--cpu-prof) are refused in NODE_OPTIONS. */
+export function spawnRoles(
+  roles: string,
+  env: Record<string, string>,
+  nodeArgs: readonly string[] = [],
+): ChildProcess {
+  const cli = [path.join(root, "bin/chronofence.js"), "run", "--roles", roles];
+  return spawn(process.execPath, [...nodeArgs, ...cli], {
     env: { ...process.env, HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });

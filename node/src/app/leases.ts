@@ -24,6 +24,8 @@
  *     members, computes its share (domain/fair-share.ts), releases what it
  *     holds beyond it and acquires free shards up to it. Releasing drains
  *     first (the listener decides how) and keeps renewing meanwhile.
+ *     Expired membership rows are deleted by whichever node sees them; shard
+ *     and leader rows never are (their epoch must only grow).
  *
  * Worked example (ttl 10 s, margin 2 s, heartbeat 3 s): A holds shard:3 at
  * epoch 7. A stops (SIGSTOP) at t=0. A's last renew was at t=-1 s, so the row
@@ -120,11 +122,11 @@ export class LeaseManager {
     for (const [name, held] of this.held) if (held.validUntilMonoMs <= sentMonoMs) this.lose(name);
     await this.renew(sentMonoMs, nowMs);
     for (const family of this.options.families) {
-      await this.ensure(memberName(family, this.options.nodeId), sentMonoMs, nowMs);
+      await this.ensure(memberName(family, this.options.nodeId));
     }
     if (this.stopping) return;
-    for (const family of this.options.families) await this.rebalance(family, sentMonoMs, nowMs);
-    if (this.options.wantLeader) await this.ensure(LEADER_LEASE, sentMonoMs, nowMs);
+    for (const family of this.options.families) await this.rebalance(family, nowMs);
+    if (this.options.wantLeader) await this.ensure(LEADER_LEASE);
   }
 
   /** Graceful stop: take nothing more; drain and release every shard, then the rest. */
@@ -154,9 +156,15 @@ export class LeaseManager {
     }
   }
 
-  /** Acquires `name` unless held. */
-  private async ensure(name: string, sentMonoMs: number, nowMs: number): Promise<number | null> {
+  /**
+   * Acquires `name` unless held. Times are read right before sending (rule 2): a heartbeat that
+   * acquires many leases one after another on a slow database must not date the last ones back
+   * to its start, or they would be expired locally before they were even granted.
+   */
+  private async ensure(name: string): Promise<number | null> {
     if (this.held.has(name)) return null;
+    const sentMonoMs = this.clock.monotonicMs();
+    const nowMs = this.clock.nowMs();
     const epoch = await this.store.acquire(name, this.options.nodeId, this.options.ttlMs, nowMs);
     if (epoch === null) return null;
     this.held.set(name, { epoch, validUntilMonoMs: this.validUntil(sentMonoMs) });
@@ -164,9 +172,17 @@ export class LeaseManager {
     return epoch;
   }
 
-  private async rebalance(family: string, sentMonoMs: number, nowMs: number): Promise<void> {
+  private async rebalance(family: string, nowMs: number): Promise<void> {
     const records = await this.store.list([`${family}:`, `node:${family}:`]);
     const live = records.filter((r) => r.expiresAtMs > nowMs);
+    // Members that stopped without releasing: any node may delete them, any number of times.
+    const gone = records.filter((r) => r.name.startsWith("node:") && r.expiresAtMs <= nowMs);
+    if (gone.length > 0) {
+      await this.store.deleteExpiredMembers(
+        gone.map((r) => r.name),
+        nowMs,
+      );
+    }
     const members = live
       .filter((r) => r.name.startsWith("node:"))
       .map((r) => r.name.slice(`node:${family}:`.length));
@@ -184,9 +200,23 @@ export class LeaseManager {
     for (const shard of plan.release) {
       if (!this.releasing.has(leaseName(family, shard))) void this.release(family, shard);
     }
-    for (const shard of plan.acquire) {
-      const epoch = await this.ensure(leaseName(family, shard), sentMonoMs, nowMs);
-      if (epoch !== null) this.listener.acquired(family, shard, epoch);
+    const wanted = plan.acquire.filter((shard) => !this.held.has(leaseName(family, shard)));
+    if (wanted.length === 0) return;
+    const sentMonoMs = this.clock.monotonicMs();
+    const acquired = await this.store.acquireAll(
+      wanted.map((shard) => leaseName(family, shard)),
+      this.options.nodeId,
+      this.options.ttlMs,
+      this.clock.nowMs(),
+    );
+    const epochs = new Map(acquired.map((l) => [l.name, l.epoch]));
+    for (const shard of wanted) {
+      const name = leaseName(family, shard);
+      const epoch = epochs.get(name);
+      if (epoch === undefined) continue;
+      this.held.set(name, { epoch, validUntilMonoMs: this.validUntil(sentMonoMs) });
+      this.metrics.leaseAcquired(name);
+      this.listener.acquired(family, shard, epoch);
     }
   }
 

@@ -117,9 +117,11 @@ export async function startDispatchRoles(
       claimLookaheadMs: config.claimLookaheadMs,
       claimTtlMs: config.claimTtlMs,
       claimBatchSize: config.claimBatchSize,
+      // One connection stays free for the heartbeat, the pre-loader and the reconciler.
+      roundGroups: Math.max(1, config.dispatchPgPoolSize - 1),
       drainTimeoutMs: config.dispatchDrainMs,
     },
-  );
+  ).start();
   leases = new LeaseManager(
     new PgLeaseStore(pool),
     clock,

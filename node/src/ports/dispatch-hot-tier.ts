@@ -1,6 +1,12 @@
 import type { Claim } from "./dispatch-store.js";
 import type { DueEntry } from "./hot-tier.js";
 
+export interface ClaimRequest {
+  shard: number;
+  /** Most ids to take from this shard. */
+  limit: number;
+}
+
 export interface ClaimBatch {
   claims: Claim[];
   /** Ids cancelled since the last claim of this shard. */
@@ -13,14 +19,16 @@ export interface ClaimBatch {
  * a claim expiry) and a list of cancelled ids. All times are passed in.
  */
 export interface DispatchHotTier {
-  /** Atomically moves ids due before nowMs + lookaheadMs from due to claimed. */
+  /**
+   * Per requested shard, atomically moves ids due before nowMs + lookaheadMs
+   * from due to claimed (all shards in one round trip). One batch per request, in order.
+   */
   claim(
-    shard: number,
+    requests: readonly ClaimRequest[],
     nowMs: number,
     lookaheadMs: number,
     claimTtlMs: number,
-    limit: number,
-  ): Promise<ClaimBatch>;
+  ): Promise<ClaimBatch[]>;
   /** Forgets claims that were published (or need nothing more). */
   ack(shard: number, claims: readonly Claim[]): Promise<void>;
   /** Puts claims back into due (the dispatcher gives them up). Returns how many were still claimed. */

@@ -13,6 +13,12 @@ export interface ShardFence {
   epoch: number;
 }
 
+/** One shard's claims, to arm under that shard's fence. */
+export interface ArmBatch {
+  fence: ShardFence;
+  claims: readonly Claim[];
+}
+
 export interface ArmResult {
   /** False when the fence no longer held: nothing was written (a stale dispatcher). */
   fenced: boolean;
@@ -30,10 +36,11 @@ export interface ScheduledEntry {
 export interface DispatchStore {
   /**
    * Arms the claimed tasks that are SCHEDULED (or ARMED under an older epoch
-   * of the same shard) in one statement, if and only if the fence's lease is
-   * still current at `nowMs`.
+   * of the same shard) in one statement for all batches; each batch's tasks
+   * if and only if its own fence's lease is still current at `nowMs`.
+   * Returns one result per batch, in order.
    */
-  arm(fence: ShardFence, claims: readonly Claim[], nowMs: number): Promise<ArmResult>;
+  arm(batches: readonly ArmBatch[], nowMs: number): Promise<ArmResult[]>;
   /** SCHEDULED tasks with run_at < beforeMs, in (run_at, id) order after `after`. */
   scheduledBefore(
     beforeMs: number,

@@ -20,6 +20,13 @@ export interface HeldLease {
 export interface LeaseStore {
   /** The new epoch, or null when another owner's lease is still live (or mine is: renew it instead). */
   acquire(name: string, owner: string, ttlMs: number, nowMs: number): Promise<number | null>;
+  /** `acquire` for many names in one request; returns those acquired, with their new epochs. */
+  acquireAll(
+    names: readonly string[],
+    owner: string,
+    ttlMs: number,
+    nowMs: number,
+  ): Promise<HeldLease[]>;
   /** Extends each lease still current; returns the names that were extended. */
   renew(
     owner: string,
@@ -29,6 +36,8 @@ export interface LeaseStore {
   ): Promise<string[]>;
   /** Ends the leases at once so another owner may acquire them; returns the names released. */
   release(owner: string, leases: readonly HeldLease[], nowMs: number): Promise<string[]>;
+  /** Deletes the membership leases (`node:...`) among `names` expired at `nowMs`; returns how many. */
+  deleteExpiredMembers(names: readonly string[], nowMs: number): Promise<number>;
   /** Every lease whose name starts with one of `prefixes`. */
   list(prefixes: readonly string[]): Promise<LeaseRecord[]>;
 }

@@ -16,6 +16,7 @@ import { Reconciler } from "../../src/app/reconciler.js";
 import type { Config } from "../../src/config/config.js";
 import { claimedKey, dueKey, shardOf } from "../../src/domain/shard.js";
 import { noDispatchMetrics } from "../../src/ports/dispatch-metrics.js";
+import type { Claim, ShardFence } from "../../src/ports/dispatch-store.js";
 import { FakeClock } from "../support/fake-clock.js";
 import {
   type ApiFixture,
@@ -112,6 +113,15 @@ const dbState = () =>
       ).rows,
   );
 
+const claimOf = (task: { id: string; runAtMs: number }): Claim => ({
+  taskId: task.id,
+  runAtMs: task.runAtMs,
+});
+
+/** One shard's arm, as the dispatcher's round sends it. */
+const armOne = async (fence: ShardFence, claims: Claim[], nowMs: number) =>
+  (await store.arm([{ fence, claims }], nowMs))[0]!;
+
 describe("fenced arm", () => {
   it("arms under the current shard epoch only; a stale epoch changes 0 rows", async () => {
     const task = await submit(60_000);
@@ -126,7 +136,7 @@ describe("fenced arm", () => {
     expect(epochB).toBe(epochA! + 1);
     const claims = [{ taskId: task.id, runAtMs: task.runAtMs }];
 
-    const stale = await store.arm(
+    const stale = await armOne(
       { shard: task.shard, owner: "node-a", epoch: epochA! },
       claims,
       clock.nowMs(),
@@ -134,7 +144,7 @@ describe("fenced arm", () => {
     expect(stale).toEqual({ fenced: false, armed: [] });
     expect((await rowOf(task.id)).status).toBe("SCHEDULED");
 
-    const fresh = await store.arm(
+    const fresh = await armOne(
       { shard: task.shard, owner: "node-b", epoch: epochB! },
       claims,
       clock.nowMs(),
@@ -148,7 +158,7 @@ describe("fenced arm", () => {
     });
 
     // The same epoch cannot arm it twice; a newer epoch of the shard may take it over.
-    const again = await store.arm(
+    const again = await armOne(
       { shard: task.shard, owner: "node-b", epoch: epochB! },
       claims,
       clock.nowMs(),
@@ -156,7 +166,7 @@ describe("fenced arm", () => {
     expect(again).toEqual({ fenced: true, armed: [] });
     clock.advance(1500);
     const epochC = await leases.acquire(name, "node-c", 1000, clock.nowMs());
-    const takeover = await store.arm(
+    const takeover = await armOne(
       { shard: task.shard, owner: "node-c", epoch: epochC! },
       claims,
       clock.nowMs(),
@@ -165,6 +175,31 @@ describe("fenced arm", () => {
     expect(BigInt(takeover.armed[0]!.fencingToken)).toBeGreaterThan(
       BigInt(fresh.armed[0]!.fencingToken),
     );
+  });
+
+  it("one statement for several shards fences each shard on its own", async () => {
+    const a = await submit(60_000);
+    let b = await submit(60_000);
+    while (b.shard === a.shard) b = await submit(60_000);
+    const leases = new PgLeaseStore(pool);
+    const nowMs = Date.now();
+    const epochA = await leases.acquire(`shard:${a.shard}`, "node-m", 60_000, nowMs);
+    const staleEpochB = await leases.acquire(`shard:${b.shard}`, "node-m", 60_000, nowMs);
+    await leases.release("node-m", [{ name: `shard:${b.shard}`, epoch: staleEpochB! }], nowMs);
+    await leases.acquire(`shard:${b.shard}`, "node-other", 60_000, nowMs);
+
+    const [forA, forB] = await store.arm(
+      [
+        { fence: { shard: a.shard, owner: "node-m", epoch: epochA! }, claims: [claimOf(a)] },
+        { fence: { shard: b.shard, owner: "node-m", epoch: staleEpochB! }, claims: [claimOf(b)] },
+      ],
+      nowMs,
+    );
+    expect(forA!.fenced).toBe(true);
+    expect(forA!.armed.map((t) => t.id)).toEqual([a.id]);
+    expect(forB).toEqual({ fenced: false, armed: [] });
+    expect((await rowOf(a.id)).status).toBe("ARMED");
+    expect((await rowOf(b.id)).status).toBe("SCHEDULED");
   });
 });
 
@@ -185,8 +220,13 @@ describe("reconciler", () => {
       ),
     );
     await redis.zrem(dueKey(config.redisKeyPrefix, stuck.shard), stuck.id);
-    const batch = await hotTier.claim(claimed.shard, Date.now(), 5000, 30_000, 2000);
-    expect(batch.claims.map((c) => c.taskId)).toContain(claimed.id);
+    const [batch] = await hotTier.claim(
+      [{ shard: claimed.shard, limit: 2000 }],
+      Date.now(),
+      5000,
+      30_000,
+    );
+    expect(batch!.claims.map((c) => c.taskId)).toContain(claimed.id);
     const stuckToken = (await rowOf(stuck.id)).token;
     await withPg(db.url, (c) =>
       c.query(

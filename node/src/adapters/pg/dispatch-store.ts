@@ -1,11 +1,10 @@
 import type { ArmedTask } from "../../domain/envelope.js";
 import { shardLeaseName } from "../../domain/fair-share.js";
 import type {
+  ArmBatch,
   ArmResult,
-  Claim,
   DispatchStore,
   ScheduledEntry,
-  ShardFence,
 } from "../../ports/dispatch-store.js";
 import { fromPgError } from "./errors.js";
 import type { PgPool } from "./pool.js";
@@ -15,32 +14,57 @@ import { ARM_TASKS, REARM_STALE, SCHEDULED_BEFORE } from "./sql/arm-tasks.js";
 export class PgDispatchStore implements DispatchStore {
   constructor(private readonly pool: PgPool) {}
 
-  async arm(fence: ShardFence, claims: readonly Claim[], nowMs: number): Promise<ArmResult> {
-    if (claims.length === 0) return { fenced: true, armed: [] };
+  async arm(batches: readonly ArmBatch[], nowMs: number): Promise<ArmResult[]> {
+    const withClaims = batches.filter((b) => b.claims.length > 0);
+    if (withClaims.length === 0) return batches.map(() => ({ fenced: true, armed: [] }));
+    const ids: string[] = [];
+    const runAtsMs: number[] = [];
+    const shards: number[] = [];
     let minMs = Number.POSITIVE_INFINITY;
     let maxMs = Number.NEGATIVE_INFINITY;
-    for (const c of claims) {
-      if (c.runAtMs < minMs) minMs = c.runAtMs;
-      if (c.runAtMs > maxMs) maxMs = c.runAtMs;
+    for (const { fence, claims } of withClaims) {
+      for (const c of claims) {
+        ids.push(c.taskId);
+        runAtsMs.push(c.runAtMs);
+        shards.push(fence.shard);
+        if (c.runAtMs < minMs) minMs = c.runAtMs;
+        if (c.runAtMs > maxMs) maxMs = c.runAtMs;
+      }
     }
+    let rows: ArmedRow[];
     try {
       const result = await this.pool.query(ARM_TASKS, [
-        shardLeaseName(fence.shard),
-        fence.owner,
-        fence.epoch,
+        withClaims.map((b) => b.fence.shard),
+        withClaims.map((b) => shardLeaseName(b.fence.shard)),
+        withClaims.map((b) => b.fence.owner),
+        withClaims.map((b) => b.fence.epoch),
         nowMs,
-        fence.shard,
-        claims.map((c) => c.taskId),
-        claims.map((c) => c.runAtMs),
+        ids,
+        runAtsMs,
+        shards,
         isoOf(minMs),
         isoOf(maxMs),
       ]);
-      const fenced = result.rows[0]?.fenced === 1;
-      const armed = result.rows.filter((row) => row.id !== null).map(toArmedTask);
-      return { fenced, armed };
+      rows = result.rows;
     } catch (error) {
       throw fromPgError(error, "arm tasks");
     }
+    const fencedShards = new Set(rows[0]?.fenced_shards ?? []);
+    const armedByShard = new Map<number, ArmedTask[]>();
+    for (const row of rows) {
+      if (row.id === null) continue;
+      const armed = armedByShard.get(row.shard) ?? [];
+      if (armed.length === 0) armedByShard.set(row.shard, armed);
+      armed.push(toArmedTask(row));
+    }
+    return batches.map(({ fence, claims }) =>
+      claims.length === 0
+        ? { fenced: true, armed: [] }
+        : {
+            fenced: fencedShards.has(fence.shard),
+            armed: armedByShard.get(fence.shard) ?? [],
+          },
+    );
   }
 
   async scheduledBefore(
@@ -79,6 +103,8 @@ export class PgDispatchStore implements DispatchStore {
 const isoOf = (epochMs: number): string => new Date(epochMs).toISOString();
 
 interface ArmedRow {
+  fenced_shards: number[];
+  shard: number;
   id: string;
   tenant_id: string;
   type: string;

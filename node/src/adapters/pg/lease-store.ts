@@ -1,7 +1,14 @@
 import type { HeldLease, LeaseRecord, LeaseStore } from "../../ports/lease-store.js";
 import { fromPgError } from "./errors.js";
 import type { PgPool } from "./pool.js";
-import { ACQUIRE_LEASE, LIST_LEASES, RELEASE_LEASES, RENEW_LEASES } from "./sql/leases.js";
+import {
+  ACQUIRE_LEASE,
+  ACQUIRE_LEASES,
+  DELETE_EXPIRED_MEMBERS,
+  LIST_LEASES,
+  RELEASE_LEASES,
+  RENEW_LEASES,
+} from "./sql/leases.js";
 
 /** Leases in Postgres (see sql/leases.ts). Every method maps failures through fromPgError. */
 export class PgLeaseStore implements LeaseStore {
@@ -13,6 +20,21 @@ export class PgLeaseStore implements LeaseStore {
       return result.rows.length === 0 ? null : Number(result.rows[0].epoch);
     } catch (error) {
       throw fromPgError(error, "acquire lease");
+    }
+  }
+
+  async acquireAll(
+    names: readonly string[],
+    owner: string,
+    ttlMs: number,
+    nowMs: number,
+  ): Promise<HeldLease[]> {
+    if (names.length === 0) return [];
+    try {
+      const result = await this.pool.query(ACQUIRE_LEASES, [names, owner, ttlMs, nowMs]);
+      return result.rows.map((row) => ({ name: row.name as string, epoch: Number(row.epoch) }));
+    } catch (error) {
+      throw fromPgError(error, "acquire leases");
     }
   }
 
@@ -48,6 +70,16 @@ export class PgLeaseStore implements LeaseStore {
       return result.rows.map((row) => row.name as string);
     } catch (error) {
       throw fromPgError(error, "release leases");
+    }
+  }
+
+  async deleteExpiredMembers(names: readonly string[], nowMs: number): Promise<number> {
+    if (names.length === 0) return 0;
+    try {
+      const result = await this.pool.query(DELETE_EXPIRED_MEMBERS, [names, nowMs]);
+      return result.rowCount ?? 0;
+    } catch (error) {
+      throw fromPgError(error, "delete expired members");
     }
   }
 

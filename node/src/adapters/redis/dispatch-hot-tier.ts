@@ -7,7 +7,7 @@ import type { Redis } from "ioredis";
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
 import { cancelsKey, claimedKey, dueKey, shardOf } from "../../domain/shard.js";
 import type { CancelNotifier } from "../../ports/cancel-notifier.js";
-import type { ClaimBatch, DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
+import type { ClaimBatch, ClaimRequest, DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
 import type { Claim } from "../../ports/dispatch-store.js";
 import type { DueEntry } from "../../ports/hot-tier.js";
 import { loadScript } from "./scripts.js";
@@ -53,14 +53,18 @@ export class RedisDispatchHotTier implements DispatchHotTier, CancelNotifier {
   }
 
   async claim(
-    shard: number,
+    requests: readonly ClaimRequest[],
     nowMs: number,
     lookaheadMs: number,
     claimTtlMs: number,
-    limit: number,
-  ): Promise<ClaimBatch> {
-    const [flat, cancelled] = await this.run(() =>
-      this.commands.claim(
+  ): Promise<ClaimBatch[]> {
+    if (requests.length === 0) return [];
+    // One pipeline: the shards' scripts stay separate (a script touches one hash slot).
+    const pipeline = this.redis.pipeline() as unknown as ScriptCommands & {
+      exec(): Promise<Array<[Error | null, unknown]> | null>;
+    };
+    for (const { shard, limit } of requests) {
+      void pipeline.claim(
         dueKey(this.keyPrefix, shard),
         claimedKey(this.keyPrefix, shard),
         cancelsKey(this.keyPrefix, shard),
@@ -68,13 +72,19 @@ export class RedisDispatchHotTier implements DispatchHotTier, CancelNotifier {
         lookaheadMs,
         claimTtlMs,
         Math.min(limit, MAX_IDS_PER_SCRIPT),
-      ),
-    );
-    const claims: Claim[] = [];
-    for (let i = 0; i < flat.length; i += 2) {
-      claims.push({ taskId: flat[i]!, runAtMs: Number(flat[i + 1]) });
+      );
     }
-    return { claims, cancelled };
+    const results = await this.run(() => pipeline.exec());
+    return requests.map((_, i) => {
+      const [error, reply] = results?.[i] ?? [new Error("no reply"), null];
+      if (error) throw unavailable(error);
+      const [flat, cancelled] = reply as [string[], string[]];
+      const claims: Claim[] = [];
+      for (let j = 0; j < flat.length; j += 2) {
+        claims.push({ taskId: flat[j]!, runAtMs: Number(flat[j + 1]) });
+      }
+      return { claims, cancelled };
+    });
   }
 
   async ack(shard: number, claims: readonly Claim[]): Promise<void> {

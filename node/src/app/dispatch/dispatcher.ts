@@ -1,20 +1,48 @@
 /**
  * The dispatcher role: one ShardDispatcher (with its own Wasm wheel) per
  * shard lease this process holds, started when the lease is acquired and
- * stopped when it is lost or released. See shard-dispatcher.ts for the loop
- * and app/leases.ts for the lease protocol.
+ * stopped when it is lost or released; and one claim round for all of them
+ * (see shard-dispatcher.ts for the steps and app/leases.ts for the lease
+ * protocol).
+ *
+ * Why one round for all shards, not one loop per shard: the claim is one
+ * Redis pipeline and the arm one fenced UPDATE whatever the number of shards.
+ * Sixteen loops sent sixteen statements per interval, and Postgres, sharing
+ * two cores with everything else, spent its time on per-statement overhead
+ * while the arms queued for the pool's connections past their run_at
+ * (bench/RESULTS.md, Dispatch).
+ *
+ * Why the wheels stay on this thread rather than one worker_thread per shard
+ * (DESIGN.md's sketch): the one Kafka producer lives here, so a worker per
+ * shard adds a hop each way (armed tasks in, fired ids out) and sixteen more
+ * event loops on a two-core machine. bench:dispatch-threads measured it at
+ * 5,000 and 10,000 tasks/s: 274–306 µs of CPU per task with a worker per
+ * shard against 131–245 µs on this thread, and seconds of lateness (p50
+ * 2–4 s) where this thread's wheels fired at p50 1–6 ms in 3 of 4 runs
+ * (load average 23–30 from other work: ratios, not absolutes). Change this
+ * only with a measurement that says otherwise (more cores, for one).
  */
 import type { Clock } from "../../ports/clock.js";
 import type { DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
 import type { DispatchMetrics } from "../../ports/dispatch-metrics.js";
-import type { DispatchStore } from "../../ports/dispatch-store.js";
+import type { ArmResult, DispatchStore } from "../../ports/dispatch-store.js";
 import type { PreciseTimers } from "../../ports/precise-timers.js";
 import { Loop } from "../loop.js";
 import type { Outbox } from "./outbox.js";
-import { ShardDispatcher, type ShardDispatchOptions } from "./shard-dispatcher.js";
+import { ShardDispatcher } from "./shard-dispatcher.js";
 
-export interface DispatcherOptions extends ShardDispatchOptions {
+export interface DispatcherOptions {
+  nodeId: string;
   claimIntervalMs: number;
+  claimLookaheadMs: number;
+  claimTtlMs: number;
+  /** Most ids claimed (and armed) in one round, over all its shards. */
+  claimBatchSize: number;
+  /**
+   * Claim rounds running side by side, each over the shards s with s % roundGroups === its
+   * index: one arm statement in flight per group (fewer than the pool's connections).
+   */
+  roundGroups: number;
   /** A release or shutdown waits at most this long for the wheel to empty. */
   drainTimeoutMs: number;
 }
@@ -33,19 +61,35 @@ export interface DispatcherDeps {
 
 interface Running {
   dispatcher: ShardDispatcher;
-  loop: Loop;
   timers: PreciseTimers;
+  adopted: boolean;
 }
 
 const ADOPT_BATCH = 2000;
 
 export class Dispatcher {
   private readonly running = new Map<number, Running>();
+  private readonly loops: Loop[];
 
   constructor(
     private readonly deps: DispatcherDeps,
     private readonly options: DispatcherOptions,
-  ) {}
+  ) {
+    this.loops = Array.from(
+      { length: options.roundGroups },
+      (_, group) =>
+        new Loop(
+          () => this.round(group),
+          options.claimIntervalMs,
+          (error) => this.deps.onError(error, "dispatch round"),
+        ),
+    );
+  }
+
+  start(): this {
+    for (const loop of this.loops) loop.start();
+    return this;
+  }
 
   /** Shards being dispatched, with the tasks each holds. */
   heldBy(): Map<number, number> {
@@ -55,33 +99,16 @@ export class Dispatcher {
   acquired(shard: number, epoch: number): void {
     void this.stopShard(shard);
     const timers = this.deps.newTimers();
-    const dispatcher = new ShardDispatcher(
-      shard,
-      epoch,
-      {
-        store: this.deps.store,
-        hotTier: this.deps.hotTier,
-        outbox: this.deps.outbox,
-        clock: this.deps.clock,
-        metrics: this.deps.metrics,
-        timers,
-        holds: () => this.deps.holdsShard(shard),
-        lost: () => this.deps.expireShard(shard),
-      },
-      this.options,
-    );
-    let adopted = false;
-    const step = async (): Promise<boolean> => {
-      if (!adopted) {
-        await this.adopt(shard);
-        adopted = true;
-      }
-      return dispatcher.tick();
-    };
-    const loop = new Loop(step, this.options.claimIntervalMs, (error) =>
-      this.deps.onError(error, `dispatch shard ${shard}`),
-    ).start();
-    this.running.set(shard, { dispatcher, loop, timers });
+    const dispatcher = new ShardDispatcher(shard, epoch, this.options.nodeId, {
+      hotTier: this.deps.hotTier,
+      outbox: this.deps.outbox,
+      clock: this.deps.clock,
+      metrics: this.deps.metrics,
+      timers,
+      holds: () => this.deps.holdsShard(shard),
+      lost: () => this.deps.expireShard(shard),
+    });
+    this.running.set(shard, { dispatcher, timers, adopted: false });
   }
 
   lost(shard: number): void {
@@ -97,25 +124,75 @@ export class Dispatcher {
   }
 
   async stopAll(): Promise<void> {
+    await Promise.all(this.loops.map((loop) => loop.stop()));
     await Promise.allSettled([...this.running.keys()].map((shard) => this.stopShard(shard)));
   }
 
-  /** The previous owner's claims (it died or was paused) go back to due, to be armed under our epoch. */
-  private async adopt(shard: number): Promise<void> {
-    let returned = 0;
-    for (;;) {
-      const n = await this.deps.hotTier.returnExpired(shard, null, ADOPT_BATCH);
-      returned += n;
-      if (n < ADOPT_BATCH) break;
+  /**
+   * One claim → arm → load round over every shard still claiming. Returns
+   * true when some shard's claim was full (a backlog remains: go again at once).
+   * A shard stopped meanwhile gives back what the round armed for it.
+   */
+  async round(group = 0): Promise<boolean> {
+    const shards: Running[] = [];
+    for (const r of this.running.values()) {
+      if (r.dispatcher.shard % this.options.roundGroups !== group) continue;
+      // A shard whose adoption failed sits this round out; the others go on.
+      if (r.dispatcher.wantsClaims && (await this.adopt(r))) shards.push(r);
     }
-    if (returned > 0) this.deps.metrics.claimsReturned(returned);
+    if (shards.length === 0) return false;
+    const { store, hotTier, clock } = this.deps;
+    const limit = Math.max(1, Math.ceil(this.options.claimBatchSize / shards.length));
+    const batches = await hotTier.claim(
+      shards.map((r) => ({ shard: r.dispatcher.shard, limit })),
+      clock.nowMs(),
+      this.options.claimLookaheadMs,
+      this.options.claimTtlMs,
+    );
+    const toArm = shards.map((r, i) => ({
+      fence: r.dispatcher.fence,
+      claims: r.dispatcher.claimed(batches[i]!),
+    }));
+    if (toArm.every((b) => b.claims.length === 0)) return false;
+    let results: ArmResult[];
+    try {
+      results = await store.arm(toArm, clock.nowMs());
+    } catch (error) {
+      await Promise.all(shards.map((r, i) => r.dispatcher.armFailed(toArm[i]!.claims)));
+      throw error;
+    }
+    await Promise.all(shards.map((r, i) => r.dispatcher.armed(toArm[i]!.claims, results[i]!)));
+    return toArm.some((b) => b.claims.length >= limit);
+  }
+
+  /**
+   * Before a shard's first claim: the previous owner's claims (it died or was paused) go back to
+   * due, to be armed under our epoch. False while that has not succeeded yet.
+   */
+  private async adopt(running: Running): Promise<boolean> {
+    if (running.adopted) return true;
+    const { shard } = running.dispatcher;
+    let returned = 0;
+    try {
+      for (;;) {
+        const n = await this.deps.hotTier.returnExpired(shard, null, ADOPT_BATCH);
+        returned += n;
+        if (n < ADOPT_BATCH) break;
+      }
+    } catch (error) {
+      this.deps.onError(error, `adopt shard ${shard}`);
+      return false;
+    } finally {
+      if (returned > 0) this.deps.metrics.claimsReturned(returned);
+    }
+    running.adopted = true;
+    return true;
   }
 
   private async stopShard(shard: number): Promise<void> {
     const running = this.running.get(shard);
     if (!running) return;
     this.running.delete(shard);
-    await running.loop.stop();
     try {
       await running.dispatcher.stop();
     } catch (error) {

@@ -1,15 +1,16 @@
 /**
- * The dispatcher loop of one shard, for as long as this process holds the
- * shard's lease (epoch E).
+ * What one shard's dispatcher holds, for as long as this process holds the
+ * shard's lease (epoch E). The claim → arm round itself runs for all owned
+ * shards at once (dispatcher.ts); each shard's part of it lands here.
  *
- *   every claimIntervalMs (at once again while a backlog remains):
+ *   every claim round (claimIntervalMs, at once again while a backlog remains):
  *     1. claim   Lua: ids due before now + lookahead move from `due` to
  *                `claimed` (with a claim expiry), and the ids cancelled since
  *                the last claim come back with them.
- *     2. arm     one UPDATE for the whole batch: SCHEDULED → ARMED with a new
+ *     2. arm     one UPDATE for the round: SCHEDULED → ARMED with a new
  *                fencing token each, only if lease (shard, me, E) is still
- *                current. 0 rows because of the fence ⇒ we are stale: give the
- *                claims back, count it, and let the lease go.
+ *                current. Not fenced ⇒ we are stale: give the claims back,
+ *                count it, and let the lease go.
  *     3. load    each armed task into this shard's Wasm wheel at its run_at;
  *                cancelled ids leave the wheel.
  *   when the wheel fires a task:
@@ -26,21 +27,13 @@
  */
 import type { ArmedTask } from "../../domain/envelope.js";
 import type { Clock } from "../../ports/clock.js";
-import type { DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
+import type { ClaimBatch, DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
 import type { DispatchMetrics } from "../../ports/dispatch-metrics.js";
-import type { Claim, DispatchStore } from "../../ports/dispatch-store.js";
+import type { ArmResult, Claim, ShardFence } from "../../ports/dispatch-store.js";
 import type { PreciseTimer, PreciseTimers } from "../../ports/precise-timers.js";
 import type { Outbox } from "./outbox.js";
 
-export interface ShardDispatchOptions {
-  nodeId: string;
-  claimLookaheadMs: number;
-  claimTtlMs: number;
-  claimBatchSize: number;
-}
-
 export interface ShardDeps {
-  store: DispatchStore;
   hotTier: DispatchHotTier;
   outbox: Outbox;
   clock: Clock;
@@ -67,8 +60,8 @@ export class ShardDispatcher {
   constructor(
     readonly shard: number,
     readonly epoch: number,
+    private readonly nodeId: string,
     private readonly deps: ShardDeps,
-    private readonly options: ShardDispatchOptions,
   ) {}
 
   /** Tasks held: in the wheel or being published. */
@@ -76,48 +69,46 @@ export class ShardDispatcher {
     return this.loaded.size + this.publishing;
   }
 
-  /**
-   * One claim → arm → load round. Returns true when the claim was full (a
-   * backlog remains: call again at once).
-   */
-  async tick(): Promise<boolean> {
-    if (!this.claiming || this.stopped) return false;
-    const { store, hotTier, clock, metrics } = this.deps;
-    const nowMs = clock.nowMs();
-    const batch = await hotTier.claim(
-      this.shard,
-      nowMs,
-      this.options.claimLookaheadMs,
-      this.options.claimTtlMs,
-      this.options.claimBatchSize,
-    );
+  /** Not once the lease is invalid locally (rule 2): a resumed stale process takes nothing from the shard's new owner. */
+  get wantsClaims(): boolean {
+    return this.claiming && !this.stopped && this.deps.holds();
+  }
+
+  get fence(): ShardFence {
+    return { shard: this.shard, owner: this.nodeId, epoch: this.epoch };
+  }
+
+  /** Step 1 landed: drops what was cancelled; returns the claims to arm. */
+  claimed(batch: ClaimBatch): readonly Claim[] {
     this.dropCancelled(batch.cancelled);
-    if (batch.claims.length === 0) return false;
-    metrics.claimed(this.shard, batch.claims.length);
-    let result: Awaited<ReturnType<DispatchStore["arm"]>>;
-    try {
-      const fence = { shard: this.shard, owner: this.options.nodeId, epoch: this.epoch };
-      result = await store.arm(fence, batch.claims, clock.nowMs());
-    } catch (error) {
-      await hotTier.giveBack(this.shard, batch.claims).catch(() => 0);
-      throw error;
-    }
+    if (batch.claims.length > 0) this.deps.metrics.claimed(this.shard, batch.claims.length);
+    return batch.claims;
+  }
+
+  /** The arm failed: the claims go back to due for the next round. */
+  async armFailed(claims: readonly Claim[]): Promise<void> {
+    if (claims.length > 0) await this.deps.hotTier.giveBack(this.shard, claims).catch(() => 0);
+  }
+
+  /** Step 2 landed: loads what was armed (step 3), or lets the lease go if the fence refused. */
+  async armed(claims: readonly Claim[], result: ArmResult): Promise<void> {
+    if (claims.length === 0) return;
+    const { hotTier, metrics } = this.deps;
     if (!result.fenced) {
-      metrics.staleEpochRejected(this.shard, batch.claims.length, "db");
-      await hotTier.giveBack(this.shard, batch.claims).catch(() => 0);
+      metrics.staleEpochRejected(this.shard, claims.length, "db");
+      await hotTier.giveBack(this.shard, claims).catch(() => 0);
       this.deps.lost();
-      return false;
+      return;
     }
     metrics.armed(this.shard, result.armed.length);
-    await this.forgetUnarmed(batch.claims, result.armed);
+    await this.forgetUnarmed(claims, result.armed);
     if (this.stopped) {
       // Lost while arming: what we armed goes back for the new owner.
       await hotTier.giveBack(this.shard, result.armed.map(claimOf)).catch(() => 0);
-      return false;
+      return;
     }
     for (const task of result.armed) this.load(task);
     metrics.wheelSize(this.shard, this.loaded.size);
-    return batch.claims.length >= this.options.claimBatchSize;
   }
 
   /** Stop claiming; resolves once everything held was published (or dropped). */

@@ -110,4 +110,23 @@ describe("lease manager", () => {
     expect(b.manager.shards("shard")).toHaveLength(16);
     expect(b.manager.isLeader).toBe(true);
   });
+
+  it("deletes the membership row of a node that stopped, never a shard lease", async () => {
+    const store = new MemoryLeaseStore();
+    const clock = new FakeClock();
+    const a = node("a", store, clock);
+    const b = node("b", store, clock);
+    await a.manager.heartbeat();
+    await b.manager.heartbeat();
+    expect(store.rows.has("node:shard:b")).toBe(true);
+    // b dies without releasing; a keeps beating past b's expiry.
+    for (let i = 0; i < 3; i++) {
+      clock.advance(TTL_MS / 2);
+      await a.manager.heartbeat();
+    }
+    expect(store.rows.has("node:shard:b")).toBe(false);
+    expect(store.rows.has("node:shard:a")).toBe(true);
+    expect([...store.rows.keys()].filter((n) => n.startsWith("shard:"))).toHaveLength(16);
+    expect(a.manager.shards("shard")).toHaveLength(16);
+  });
 });

@@ -12,6 +12,20 @@ export class MemoryLeaseStore implements LeaseStore {
     return epoch;
   }
 
+  async acquireAll(
+    names: readonly string[],
+    owner: string,
+    ttlMs: number,
+    nowMs: number,
+  ): Promise<HeldLease[]> {
+    const acquired: HeldLease[] = [];
+    for (const name of [...new Set(names)].sort()) {
+      const epoch = await this.acquire(name, owner, ttlMs, nowMs);
+      if (epoch !== null) acquired.push({ name, epoch });
+    }
+    return acquired;
+  }
+
   async renew(
     owner: string,
     leases: readonly HeldLease[],
@@ -39,6 +53,18 @@ export class MemoryLeaseStore implements LeaseStore {
       }
     }
     return released;
+  }
+
+  async deleteExpiredMembers(names: readonly string[], nowMs: number): Promise<number> {
+    let deleted = 0;
+    for (const name of names) {
+      const row = this.rows.get(name);
+      if (row && name.startsWith("node:") && row.expiresAtMs <= nowMs) {
+        this.rows.delete(name);
+        deleted++;
+      }
+    }
+    return deleted;
   }
 
   async list(prefixes: readonly string[]): Promise<LeaseRecord[]> {

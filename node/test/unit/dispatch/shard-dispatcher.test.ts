@@ -1,15 +1,15 @@
-/** The dispatcher loop of one shard against fakes driven by a fake clock: batching, never early, fencing, cancels. */
+/** The dispatcher's claim rounds against fakes driven by a fake clock: batching, never early, fencing, cancels. */
 import { describe, expect, it } from "vitest";
+import { Dispatcher } from "../../../src/app/dispatch/dispatcher.js";
 import { Outbox } from "../../../src/app/dispatch/outbox.js";
-import { ShardDispatcher } from "../../../src/app/dispatch/shard-dispatcher.js";
 import type { ArmedTask } from "../../../src/domain/envelope.js";
 import type { ClaimBatch, DispatchHotTier } from "../../../src/ports/dispatch-hot-tier.js";
 import { noDispatchMetrics } from "../../../src/ports/dispatch-metrics.js";
 import type {
+  ArmBatch,
   ArmResult,
   Claim,
   DispatchStore,
-  ShardFence,
 } from "../../../src/ports/dispatch-store.js";
 import type { PreciseTimers } from "../../../src/ports/precise-timers.js";
 import type { OutboundMessage, Publisher } from "../../../src/ports/publisher.js";
@@ -62,22 +62,34 @@ function armedTask(id: string, runAtMs: number): ArmedTask {
   };
 }
 
-function setup(options: { fenced?: boolean } = {}) {
+/** Shard 3 at epoch 7 is ours (unless `shards` says more); tasks are due in shard 3 unless keyed `<shard>/id`. */
+function setup(options: { staleShards?: number[]; shards?: number[] } = {}) {
   const clock = new FakeClock(1_000_000);
   const due = new Map<string, number>();
   const cancels: string[] = [];
-  const armCalls: Claim[][] = [];
+  const armCalls: ArmBatch[][] = [];
   const givenBack: Claim[] = [];
   const sent: OutboundMessage[] = [];
-  let lost = 0;
+  const lost: number[] = [];
+  const staleRejected: Array<[number, number, string]> = [];
+  const metrics = {
+    ...noDispatchMetrics,
+    staleEpochRejected: (shard: number, claims: number, where: string) => {
+      staleRejected.push([shard, claims, where]);
+    },
+  };
   let holds = true;
+  const shardOfId = (id: string) => (id.includes("/") ? Number(id.split("/")[0]) : 3);
   const hotTier: DispatchHotTier = {
-    async claim(_shard, nowMs, lookaheadMs): Promise<ClaimBatch> {
-      const claims = [...due]
-        .filter(([, at]) => at <= nowMs + lookaheadMs)
-        .map(([taskId, runAtMs]) => ({ taskId, runAtMs }));
-      for (const c of claims) due.delete(c.taskId);
-      return { claims, cancelled: cancels.splice(0) };
+    async claim(requests, nowMs, lookaheadMs): Promise<ClaimBatch[]> {
+      return requests.map(({ shard, limit }) => {
+        const claims = [...due]
+          .filter(([id, at]) => shardOfId(id) === shard && at <= nowMs + lookaheadMs)
+          .slice(0, limit)
+          .map(([taskId, runAtMs]) => ({ taskId, runAtMs }));
+        for (const c of claims) due.delete(c.taskId);
+        return { claims, cancelled: shard === 3 ? cancels.splice(0) : [] };
+      });
     },
     ack: async () => undefined,
     giveBack: async (_shard, claims) => {
@@ -89,10 +101,13 @@ function setup(options: { fenced?: boolean } = {}) {
     addDue: async () => undefined,
   };
   const store: DispatchStore = {
-    async arm(_fence: ShardFence, claims: readonly Claim[]): Promise<ArmResult> {
-      armCalls.push([...claims]);
-      if (options.fenced === false) return { fenced: false, armed: [] };
-      return { fenced: true, armed: claims.map((c) => armedTask(c.taskId, c.runAtMs)) };
+    async arm(batches: readonly ArmBatch[]): Promise<ArmResult[]> {
+      armCalls.push(batches.map((b) => ({ fence: b.fence, claims: [...b.claims] })));
+      return batches.map(({ fence, claims }) =>
+        options.staleShards?.includes(fence.shard)
+          ? { fenced: false, armed: [] }
+          : { fenced: true, armed: claims.map((c) => armedTask(c.taskId, c.runAtMs)) },
+      );
     },
     scheduledBefore: async () => [],
     rearmStale: async () => 0,
@@ -113,23 +128,32 @@ function setup(options: { fenced?: boolean } = {}) {
     retryDelayMs: 10,
     onError: () => undefined,
   });
-  const dispatcher = new ShardDispatcher(
-    3,
-    7,
+  const dispatcher = new Dispatcher(
     {
       store,
       hotTier,
       outbox,
       clock,
-      metrics: noDispatchMetrics,
-      timers,
-      holds: () => holds,
-      lost: () => {
-        lost++;
+      metrics,
+      newTimers: () => timers,
+      holdsShard: () => holds,
+      expireShard: (shard) => {
+        lost.push(shard);
+        dispatcher.lost(shard);
       },
+      onError: () => undefined,
     },
-    { nodeId: "me", claimLookaheadMs: 1000, claimTtlMs: 60_000, claimBatchSize: 100 },
+    {
+      nodeId: "me",
+      claimIntervalMs: 100,
+      claimLookaheadMs: 1000,
+      claimTtlMs: 60_000,
+      claimBatchSize: 100,
+      roundGroups: 1,
+      drainTimeoutMs: 60_000,
+    },
   );
+  for (const shard of options.shards ?? [3]) dispatcher.acquired(shard, 7);
   return {
     clock,
     due,
@@ -140,6 +164,7 @@ function setup(options: { fenced?: boolean } = {}) {
     timers,
     dispatcher,
     lost: () => lost,
+    staleRejected,
     loseLease: () => {
       holds = false;
     },
@@ -154,9 +179,10 @@ describe("shard dispatcher", () => {
     const s = setup();
     for (let i = 0; i < 5; i++) s.due.set(`t${i}`, s.clock.nowMs() + 200 + i * 100);
     s.due.set("later", s.clock.nowMs() + 5000);
-    await s.dispatcher.tick();
+    await s.dispatcher.round();
     expect(s.armCalls).toHaveLength(1);
-    expect(s.armCalls[0]!.map((c) => c.taskId)).toEqual(["t0", "t1", "t2", "t3", "t4"]);
+    expect(s.armCalls[0]!.map((b) => b.fence)).toEqual([{ shard: 3, owner: "me", epoch: 7 }]);
+    expect(s.armCalls[0]![0]!.claims.map((c) => c.taskId)).toEqual(["t0", "t1", "t2", "t3", "t4"]);
     s.clock.advance(199);
     s.timers.fireDue();
     await flushed();
@@ -178,35 +204,75 @@ describe("shard dispatcher", () => {
   });
 
   it("a stale fence arms nothing: the claims go back and the lease counts as lost", async () => {
-    const s = setup({ fenced: false });
+    const s = setup({ staleShards: [3] });
     s.due.set("t0", s.clock.nowMs() + 100);
-    await s.dispatcher.tick();
+    await s.dispatcher.round();
     expect(s.givenBack.map((c) => c.taskId)).toEqual(["t0"]);
-    expect(s.lost()).toBe(1);
+    expect(s.lost()).toEqual([3]);
+    expect(s.staleRejected).toEqual([[3, 1, "db"]]);
     expect(s.timers.size).toBe(0);
+  });
+
+  it("claims every owned shard in one round and arms them in one call, each under its own fence", async () => {
+    const s = setup({ shards: [3, 5], staleShards: [5] });
+    s.due.set("3/a", s.clock.nowMs() + 100);
+    s.due.set("5/b", s.clock.nowMs() + 100);
+    expect(await s.dispatcher.round()).toBe(false);
+    expect(s.armCalls).toHaveLength(1);
+    expect(s.armCalls[0]!.map((b) => [b.fence.shard, b.claims.map((c) => c.taskId)])).toEqual([
+      [3, ["3/a"]],
+      [5, ["5/b"]],
+    ]);
+    // Shard 5's fence refused: its claim goes back and it is let go; shard 3's task still fires.
+    expect(s.givenBack.map((c) => c.taskId)).toEqual(["5/b"]);
+    expect(s.lost()).toEqual([5]);
+    expect(s.staleRejected).toEqual([[5, 1, "db"]]);
+    expect([...s.dispatcher.heldBy()]).toEqual([[3, 1]]);
+    s.clock.advance(100);
+    s.timers.fireDue();
+    await flushed();
+    expect(taskIdsOf(s.sent)).toEqual(["3/a"]);
+  });
+
+  it("a full claim asks for another round at once", async () => {
+    const s = setup({ shards: [3, 5] });
+    for (let i = 0; i < 60; i++) s.due.set(`3/t${i}`, s.clock.nowMs() + 100);
+    expect(await s.dispatcher.round()).toBe(true); // 100 per round over 2 shards: 50 each
+    expect(s.armCalls[0]![0]!.claims).toHaveLength(50);
+    expect(await s.dispatcher.round()).toBe(false);
+    expect(s.armCalls[1]![0]!.claims).toHaveLength(10);
   });
 
   it("publishes nothing once the lease is no longer valid locally", async () => {
     const s = setup();
     s.due.set("t0", s.clock.nowMs() + 100);
-    await s.dispatcher.tick();
+    await s.dispatcher.round();
     s.loseLease();
     s.clock.advance(100);
     s.timers.fireDue();
     await flushed();
     expect(s.sent).toHaveLength(0);
-    expect(s.lost()).toBe(1);
-    await s.dispatcher.stop();
+    expect(s.lost()).toEqual([3]);
+    await s.dispatcher.stopAll();
     expect(s.givenBack.map((c) => c.taskId)).toEqual(["t0"]);
+  });
+
+  it("claims nothing for a shard whose lease is invalid locally", async () => {
+    const s = setup();
+    s.loseLease();
+    s.due.set("t0", s.clock.nowMs() + 100);
+    expect(await s.dispatcher.round()).toBe(false);
+    expect(s.armCalls).toHaveLength(0);
+    expect(s.due.has("t0")).toBe(true);
   });
 
   it("drops a cancelled task from the wheel", async () => {
     const s = setup();
     s.due.set("keep", s.clock.nowMs() + 300);
     s.due.set("drop", s.clock.nowMs() + 300);
-    await s.dispatcher.tick();
+    await s.dispatcher.round();
     s.cancels.push("drop");
-    await s.dispatcher.tick();
+    await s.dispatcher.round();
     s.clock.advance(300);
     s.timers.fireDue();
     await flushed();
@@ -216,9 +282,9 @@ describe("shard dispatcher", () => {
   it("drain resolves once everything held is published", async () => {
     const s = setup();
     s.due.set("t0", s.clock.nowMs() + 50);
-    await s.dispatcher.tick();
+    await s.dispatcher.round();
     let drained = false;
-    const drain = s.dispatcher.drain().then(() => {
+    const drain = s.dispatcher.releasing(3).then(() => {
       drained = true;
     });
     await flushed();

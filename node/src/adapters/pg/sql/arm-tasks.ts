@@ -1,49 +1,65 @@
 /**
- * arm-tasks: the dispatcher's one fenced write per claim batch.
- * $1 lease name, $2 owner, $3 epoch bigint, $4 now_ms float8, $5 shard int,
- * $6 ids uuid[], $7 run_at_ms float8[] (same order), $8 min run_at, $9 max run_at (timestamptz)
- * → always at least one row: `fenced` (1 when the lease held, else 0) and,
- *   for each task armed, its envelope fields (NULLs when none was armed).
+ * arm-tasks: the dispatcher's one fenced write per claim round, for every
+ * shard it claimed from.
+ * $1 shards int[], $2 lease names text[], $3 owners text[], $4 epochs bigint[] (one per fence),
+ * $5 now_ms float8, $6 ids uuid[], $7 run_at_ms float8[], $8 claim shards int[] (one per claim),
+ * $9 min run_at, $10 max run_at (timestamptz)
+ * → always at least one row: `fenced_shards` (the shards whose lease held) and,
+ *   for each task armed, its envelope fields and shard (NULLs when none was armed).
  *
- * The fence: the lease row must still be (owner, epoch) and unexpired at
- * now_ms, and is locked FOR SHARE so an acquisition by another node waits
- * for this statement (or this statement for it): a stale dispatcher's update
- * matches nothing. A task is armed if SCHEDULED, or if ARMED under an older
- * epoch of this shard (its previous owner died before publishing it). Each
- * gets a new token from fencing_token_seq. run_at bounds let the planner
- * prune partitions.
+ * The fence, per shard: the lease row must still be (owner, epoch) and
+ * unexpired at now_ms, and is locked FOR SHARE so an acquisition by another
+ * node waits for this statement (or this statement for it): a stale shard's
+ * claims join no fence row and arm nothing, while the other shards' claims
+ * in the same statement still arm. A task is armed if SCHEDULED, or if ARMED
+ * under an older epoch of its shard (its previous owner died before
+ * publishing it). Each gets a new token from fencing_token_seq.
+ *
+ * Plan: run_at bounds let the planner prune partitions at plan time; each
+ * claim is then one probe of the primary key (id, run_at). The status test
+ * is a CASE so that the partial indexes cannot be used instead: with the
+ * statistics of a filling partition lagging behind "now", the planner took
+ * the run_at range as empty and OR-ed it with every ARMED row of the day
+ * (tasks_armed_at_idx), then joined that once per claim, so the cost grew
+ * with the backlog (EXPLAIN ANALYZE in bench/RESULTS.md, Dispatch).
  */
 export const ARM_TASKS = `
 WITH fence AS (
-  SELECT 1 FROM leases
-   WHERE name = $1 AND owner = $2 AND epoch = $3
-     AND expires_at > timestamptz 'epoch' + $4 * interval '1 millisecond'
-   FOR SHARE
+  SELECT f.shard, f.epoch
+    FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[]) AS f (shard, name, owner, epoch)
+    JOIN leases l ON l.name = f.name
+   WHERE l.owner = f.owner AND l.epoch = f.epoch
+     AND l.expires_at > timestamptz 'epoch' + $5 * interval '1 millisecond'
+     FOR SHARE OF l
 ),
 claim AS (
-  SELECT c.id, timestamptz 'epoch' + c.run_at_ms * interval '1 millisecond' AS run_at
-    FROM unnest($6::uuid[], $7::float8[]) AS c (id, run_at_ms)
+  SELECT c.id, timestamptz 'epoch' + c.run_at_ms * interval '1 millisecond' AS run_at,
+         f.shard, f.epoch
+    FROM unnest($6::uuid[], $7::float8[], $8::int[]) AS c (id, run_at_ms, shard)
+    JOIN fence f ON f.shard = c.shard
 ),
 armed AS (
   UPDATE tasks t
      SET status = 'ARMED',
          fencing_token = nextval('fencing_token_seq'),
-         armed_at = timestamptz 'epoch' + $4 * interval '1 millisecond',
-         updated_at = timestamptz 'epoch' + $4 * interval '1 millisecond',
-         dispatch_shard = $5,
-         dispatch_epoch = $3
+         armed_at = timestamptz 'epoch' + $5 * interval '1 millisecond',
+         updated_at = timestamptz 'epoch' + $5 * interval '1 millisecond',
+         dispatch_shard = c.shard,
+         dispatch_epoch = c.epoch
     FROM claim c
-   WHERE EXISTS (SELECT 1 FROM fence)
-     AND t.id = c.id AND t.run_at = c.run_at
-     AND t.run_at >= $8::timestamptz
-     AND t.run_at <= $9::timestamptz
-     AND (t.status = 'SCHEDULED'
-          OR (t.status = 'ARMED' AND t.dispatch_shard = $5 AND t.dispatch_epoch < $3))
-  RETURNING t.id, t.tenant_id, t.type, t.payload::text AS payload_json, t.priority,
+   WHERE t.id = c.id AND t.run_at = c.run_at
+     AND t.run_at >= $9::timestamptz
+     AND t.run_at <= $10::timestamptz
+     AND CASE t.status
+           WHEN 'SCHEDULED' THEN true
+           WHEN 'ARMED' THEN t.dispatch_shard = c.shard AND t.dispatch_epoch < c.epoch
+           ELSE false
+         END
+  RETURNING c.shard, t.id, t.tenant_id, t.type, t.payload::text AS payload_json, t.priority,
             (extract(epoch FROM t.run_at) * 1000)::float8 AS run_at_ms, t.attempt,
             t.fencing_token::text AS fencing_token, t.timeout_ms, t.idempotency_key, t.workflow_id
 )
-SELECT (SELECT count(*) FROM fence)::int AS fenced, a.*, tn.grace_ms
+SELECT ARRAY(SELECT shard FROM fence) AS fenced_shards, a.*, tn.grace_ms
   FROM (SELECT 1) AS one
   LEFT JOIN armed a ON true
   LEFT JOIN tenants tn ON tn.id = a.tenant_id`;

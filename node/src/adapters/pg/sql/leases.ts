@@ -19,6 +19,21 @@ ON CONFLICT (name) DO UPDATE
 RETURNING epoch::float8 AS epoch`;
 
 /**
+ * acquire-leases: $1 names text[], $2 owner, $3 ttl_ms, $4 now_ms → (name, epoch)
+ * of each one acquired, as acquire-lease does for one: a heartbeat takes all the
+ * shards it wants in one round trip. Names are locked in sorted order, so two
+ * nodes acquiring overlapping sets cannot deadlock.
+ */
+export const ACQUIRE_LEASES = `
+INSERT INTO leases AS l (name, owner, epoch, expires_at)
+SELECT n.name, $2, 1, ${AT("($4::float8 + $3::float8)")}
+  FROM (SELECT DISTINCT unnest($1::text[]) AS name ORDER BY 1) AS n
+ON CONFLICT (name) DO UPDATE
+   SET owner = EXCLUDED.owner, epoch = l.epoch + 1, expires_at = EXCLUDED.expires_at
+ WHERE l.expires_at <= ${AT("$4::float8")}
+RETURNING name, epoch::float8 AS epoch`;
+
+/**
  * renew-leases: $1 owner, $2 names text[], $3 epochs bigint[], $4 ttl_ms, $5 now_ms
  * → the names renewed: those still held by owner, at that epoch, unexpired.
  */
@@ -38,6 +53,19 @@ UPDATE leases l SET expires_at = timestamptz 'epoch'
   FROM unnest($2::text[], $3::bigint[]) AS h(name, epoch)
  WHERE l.name = h.name AND l.owner = $1 AND l.epoch = h.epoch
 RETURNING l.name`;
+
+/**
+ * delete-expired-members: $1 names text[], $2 now_ms → the membership leases
+ * (`node:...`) among them that had expired, deleted: nodes that stopped
+ * without releasing would otherwise leave a row each forever. Only
+ * membership rows: a shard or leader row keeps its epoch (the fencing token)
+ * for good. One that renewed or was re-acquired meanwhile is unexpired and stays.
+ */
+export const DELETE_EXPIRED_MEMBERS = `
+DELETE FROM leases
+ WHERE name = ANY($1::text[]) AND name LIKE 'node:%'
+   AND expires_at <= ${AT("$2::float8")}
+RETURNING name`;
 
 /** list-leases: $1 prefixes text[] → every lease whose name starts with one of them. */
 export const LIST_LEASES = `
