@@ -14,9 +14,7 @@ import { PromDispatchMetrics } from "../adapters/metrics/dispatch-metrics.js";
 import { PgDispatchStore } from "../adapters/pg/dispatch-store.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import { PgLeaseStore } from "../adapters/pg/lease-store.js";
-import { createPgPool } from "../adapters/pg/pool.js";
 import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
-import { createRedis } from "../adapters/redis/hot-tier.js";
 import { wheelTimers } from "../adapters/timers/wheel-timers.js";
 import { Dispatcher } from "../app/dispatch/dispatcher.js";
 import { Outbox } from "../app/dispatch/outbox.js";
@@ -28,6 +26,7 @@ import type { Config } from "../config/config.js";
 import { DISPATCH_FAMILY, PRELOAD_FAMILY } from "../domain/fair-share.js";
 import type { Clock } from "../ports/clock.js";
 import { uuidv7From } from "./ids.js";
+import { rolePgPool, roleRedis } from "./role-connections.js";
 
 export const DISPATCH_ROLES = ["dispatcher", "preloader", "reconciler"] as const;
 export type DispatchRole = (typeof DISPATCH_ROLES)[number];
@@ -55,22 +54,15 @@ export async function startDispatchRoles(
   const nodeId = config.nodeId ?? defaultNodeId();
   const log = logger.child({ node: nodeId });
   const onError = (error: unknown, what: string) => log.warn({ err: error }, `${what} failed`);
-  const pool = createPgPool({
-    connectionString: config.databaseUrl,
-    maxConnections: config.dispatchPgPoolSize,
-    statementTimeoutMs: config.pgStatementTimeoutMs,
-    connectTimeoutMs: config.pgConnectTimeoutMs,
-    role: null,
-    applicationName: `chronofence-${[...roles].join("-")}`,
-    onError: (error) => onError(error, "postgres connection"),
-  });
-  const redis = createRedis({
-    url: config.redisUrl,
-    keyPrefix: config.redisKeyPrefix,
-    commandTimeoutMs: config.redisCommandTimeoutMs,
-    connectTimeoutMs: config.pgConnectTimeoutMs,
-    onError: (error) => onError(error, "redis"),
-  });
+  const pool = rolePgPool(
+    config,
+    {
+      maxConnections: config.dispatchPgPoolSize,
+      applicationName: `chronofence-${[...roles].join("-")}`,
+    },
+    onError,
+  );
+  const redis = roleRedis(config, onError);
   await redis.connect().catch((error: unknown) => onError(error, "redis connect"));
   const store = new PgDispatchStore(pool);
   const hotTier = new RedisDispatchHotTier(redis, config.redisKeyPrefix);

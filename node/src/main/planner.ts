@@ -10,8 +10,7 @@ import { PromDispatchMetrics } from "../adapters/metrics/dispatch-metrics.js";
 import { PromPlannerMetrics } from "../adapters/metrics/planner-metrics.js";
 import { PgLeaseStore } from "../adapters/pg/lease-store.js";
 import { PgPlanStore } from "../adapters/pg/plan-store.js";
-import { createPgPool } from "../adapters/pg/pool.js";
-import { createRedis, RedisHotTier } from "../adapters/redis/hot-tier.js";
+import { RedisHotTier } from "../adapters/redis/hot-tier.js";
 import { LeaseManager } from "../app/leases.js";
 import { Loop } from "../app/loop.js";
 import { PLAN_FAMILY, Planner, planLeasesOf } from "../app/planner.js";
@@ -19,6 +18,7 @@ import type { Config } from "../config/config.js";
 import type { Clock } from "../ports/clock.js";
 import { defaultNodeId, type RunningRoles } from "./dispatch.js";
 import { uuidv7From } from "./ids.js";
+import { rolePgPool, roleRedis } from "./role-connections.js";
 
 /** `metricsPort` overrides the config's when another role of the process listens there. */
 export async function startPlanner(
@@ -30,22 +30,12 @@ export async function startPlanner(
   const nodeId = config.nodeId ?? defaultNodeId();
   const log = logger.child({ node: nodeId, role: "planner" });
   const onError = (error: unknown, what: string) => log.warn({ err: error }, `${what} failed`);
-  const pool = createPgPool({
-    connectionString: config.databaseUrl,
-    maxConnections: 2,
-    statementTimeoutMs: config.pgStatementTimeoutMs,
-    connectTimeoutMs: config.pgConnectTimeoutMs,
-    role: null,
-    applicationName: "chronofence-planner",
-    onError: (error) => onError(error, "postgres connection"),
-  });
-  const redis = createRedis({
-    url: config.redisUrl,
-    keyPrefix: config.redisKeyPrefix,
-    commandTimeoutMs: config.redisCommandTimeoutMs,
-    connectTimeoutMs: config.pgConnectTimeoutMs,
-    onError: (error) => onError(error, "redis"),
-  });
+  const pool = rolePgPool(
+    config,
+    { maxConnections: 2, applicationName: "chronofence-planner" },
+    onError,
+  );
+  const redis = roleRedis(config, onError);
   const hotTier = new RedisHotTier(redis, config.redisKeyPrefix);
   await hotTier.connect().catch((error: unknown) => onError(error, "redis connect"));
   const metrics = new PromDispatchMetrics({ defaultMetrics: true });

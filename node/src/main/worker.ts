@@ -22,8 +22,8 @@ import { KafkaTaskConsumer } from "../adapters/kafka/kafka-task-consumer.js";
 import type { Logger } from "../adapters/logging/logger.js";
 import { PromWorkerMetrics } from "../adapters/metrics/worker-metrics.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
-import { createPgPool, type PgPool } from "../adapters/pg/pool.js";
-import { createRedis, RedisHotTier } from "../adapters/redis/hot-tier.js";
+import type { PgPool } from "../adapters/pg/pool.js";
+import { RedisHotTier } from "../adapters/redis/hot-tier.js";
 import { Executor } from "../app/worker/executor.js";
 import { HandlerRegistry } from "../app/worker/handler.js";
 import { QueueLimiter } from "../app/worker/limiter.js";
@@ -33,6 +33,7 @@ import { parseEnvelope } from "../domain/inbound-envelope.js";
 import type { Clock } from "../ports/clock.js";
 import { defaultNodeId } from "./dispatch.js";
 import { uuidv7From } from "./ids.js";
+import { rolePgPool, roleRedis } from "./role-connections.js";
 
 export interface RunningWorker {
   workerId: string;
@@ -81,13 +82,7 @@ export async function startWorker(
   await topics.ensureTopics();
   await topics.close();
 
-  const redis = createRedis({
-    url: config.redisUrl,
-    keyPrefix: config.redisKeyPrefix,
-    commandTimeoutMs: config.redisCommandTimeoutMs,
-    connectTimeoutMs: config.pgConnectTimeoutMs,
-    onError: (error) => onError(error, "redis"),
-  });
+  const redis = roleRedis(config, onError);
   await redis.connect().catch((error: unknown) => onError(error, "redis connect"));
   const hotTier = new RedisHotTier(redis, config.redisKeyPrefix);
 
@@ -96,15 +91,11 @@ export async function startWorker(
   const consumers: KafkaTaskConsumer[] = [];
   const newId = uuidv7From(clock);
   for (const queue of queuesOf(config)) {
-    const pool = createPgPool({
-      connectionString: config.databaseUrl,
-      maxConnections: config.workerPgPoolSize,
-      statementTimeoutMs: config.pgStatementTimeoutMs,
-      connectTimeoutMs: config.pgConnectTimeoutMs,
-      role: null,
-      applicationName: `chronofence-worker-${queue}`,
-      onError: (error) => onError(error, "postgres connection"),
-    });
+    const pool = rolePgPool(
+      config,
+      { maxConnections: config.workerPgPoolSize, applicationName: `chronofence-worker-${queue}` },
+      onError,
+    );
     pools.push(pool);
     // Starts and completions of one event-loop turn share one statement.
     const store = new PgExecutionStore(pool, {
