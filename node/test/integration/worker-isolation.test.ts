@@ -7,15 +7,12 @@
  * (speed targets belong in bench/).
  */
 import { Kafka, logLevel } from "kafkajs";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { systemClock } from "../../src/adapters/clock/system-clock.js";
 import type { Config } from "../../src/config/config.js";
 import { envelopeJson, topicName } from "../../src/domain/envelope.js";
-import { type RunningRoles, startDispatchRoles } from "../../src/main/dispatch.js";
-import { type RunningWorker, startWorker } from "../../src/main/worker.js";
-import { type ApiFixture, call, startApiFixture, type TestTenant } from "./support/api.js";
-import { newTopicPrefix, requireKafka, TEST_KAFKA_BROKERS } from "./support/kafka.js";
+import { call, type TestTenant } from "./support/api.js";
+import { requireKafka, TEST_KAFKA_BROKERS } from "./support/kafka.js";
+import { type Pipeline, startPipeline } from "./support/pipeline.js";
 import { withPg } from "./support/services.js";
 
 vi.setConfig({ testTimeout: 180_000 });
@@ -23,44 +20,22 @@ vi.setConfig({ testTimeout: 180_000 });
 const BULK = 50_000;
 const CRITICAL = 20;
 
-let fixture: ApiFixture;
+let fixture: Pipeline;
 let config: Config;
 let tenant: TestTenant;
-let roles: RunningRoles;
-let worker: RunningWorker;
 
 beforeAll(async () => {
   await requireKafka();
-  fixture = await startApiFixture({
-    topicPrefix: newTopicPrefix("isolation"),
-    metricsPort: 0,
-    workerMetricsPort: 0,
-    kafkaPartitions: 2,
-    leaseTtlMs: 6000,
-    leaseHeartbeatMs: 300,
-    leaseSafetyMarginMs: 1000,
-    claimIntervalMs: 50,
-    claimLookaheadMs: 1000,
-    claimTtlMs: 5000,
+  fixture = await startPipeline("isolation", {
     // The bulk backlog is ARMED for minutes: it must not be re-armed meanwhile.
     dispatchTimeoutMs: 3_600_000,
     workerConcurrencyBulk: 8,
     workerConcurrencyCritical: 8,
   });
   ({ config, tenant } = fixture);
-  const logger = pino({ level: process.env.CF_TEST_LOG_LEVEL ?? "silent" });
-  roles = await startDispatchRoles(
-    config,
-    systemClock,
-    logger,
-    new Set(["dispatcher", "preloader", "reconciler"]),
-  );
-  worker = await startWorker(config, systemClock, logger);
 }, 120_000);
 
 afterAll(async () => {
-  await worker?.stop();
-  await roles?.stop();
   await fixture?.stop();
 });
 

@@ -6,15 +6,10 @@
  * not committed before the outage come back, and their starts are refused as
  * stale (already started) rather than run twice.
  */
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { systemClock } from "../../src/adapters/clock/system-clock.js";
-import type { Config } from "../../src/config/config.js";
-import { type RunningRoles, startDispatchRoles } from "../../src/main/dispatch.js";
-import { type RunningWorker, startWorker } from "../../src/main/worker.js";
-import { type ApiFixture, call, startApiFixture, type TestTenant } from "./support/api.js";
-import { newTopicPrefix } from "./support/kafka.js";
+import { call, type TestTenant } from "./support/api.js";
 import { type OwnKafka, ownKafka } from "./support/own-kafka.js";
+import { type Pipeline, startPipeline } from "./support/pipeline.js";
 import { withPg } from "./support/services.js";
 
 vi.setConfig({ testTimeout: 300_000 });
@@ -22,53 +17,30 @@ vi.setConfig({ testTimeout: 300_000 });
 const TASKS = 300;
 
 let kafka: OwnKafka;
-let fixture: ApiFixture;
-let config: Config;
+let fixture: Pipeline;
 let tenant: TestTenant;
-let roles: RunningRoles;
-let worker: RunningWorker;
 const runs = new Map<string, number>();
 
 beforeAll(async () => {
   kafka = await ownKafka();
   await kafka.start();
-  fixture = await startApiFixture({
-    kafkaBrokers: kafka.brokers,
-    topicPrefix: newTopicPrefix("kafka-restart"),
-    metricsPort: 0,
-    workerMetricsPort: 0,
-    kafkaPartitions: 2,
-    leaseTtlMs: 6000,
-    leaseHeartbeatMs: 300,
-    leaseSafetyMarginMs: 1000,
-    claimIntervalMs: 50,
-    claimLookaheadMs: 1000,
-    claimTtlMs: 5000,
-    dispatchTimeoutMs: 15_000,
-    preloadIntervalMs: 500,
-    reconcileIntervalMs: 500,
-    workerSessionTimeoutMs: 6000,
-  });
-  ({ config, tenant } = fixture);
-  const logger = pino({ level: process.env.CF_TEST_LOG_LEVEL ?? "silent" });
-  roles = await startDispatchRoles(
-    config,
-    systemClock,
-    logger,
-    new Set(["dispatcher", "preloader", "reconciler"]),
+  fixture = await startPipeline(
+    "kafka-restart",
+    { kafkaBrokers: kafka.brokers, dispatchTimeoutMs: 15_000 },
+    {
+      worker: {
+        register: (registry) =>
+          registry.register("count", async (_payload, ctx) => {
+            runs.set(ctx.taskId, (runs.get(ctx.taskId) ?? 0) + 1);
+            return null;
+          }),
+      },
+    },
   );
-  worker = await startWorker(config, systemClock, logger, {
-    register: (registry) =>
-      registry.register("count", async (_payload, ctx) => {
-        runs.set(ctx.taskId, (runs.get(ctx.taskId) ?? 0) + 1);
-        return null;
-      }),
-  });
+  ({ tenant } = fixture);
 }, 300_000);
 
 afterAll(async () => {
-  await worker?.stop();
-  await roles?.stop();
   await fixture?.stop();
   await kafka?.destroy();
 }, 120_000);

@@ -11,68 +11,44 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { threadId } from "node:worker_threads";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { systemClock } from "../../src/adapters/clock/system-clock.js";
 import { PgExecutionStore } from "../../src/adapters/pg/execution-store.js";
 import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
-import type { Config } from "../../src/config/config.js";
-import { type RunningRoles, startDispatchRoles } from "../../src/main/dispatch.js";
-import { type RunningWorker, startWorker } from "../../src/main/worker.js";
-import { type ApiFixture, call, startApiFixture, type TestTenant } from "./support/api.js";
-import { newTopicPrefix, requireKafka } from "./support/kafka.js";
+import { call, type TestTenant } from "./support/api.js";
+import { requireKafka } from "./support/kafka.js";
+import { type Pipeline, startPipeline } from "./support/pipeline.js";
 import { withPg } from "./support/services.js";
 
 // Waits are event-driven but a loaded 2-core machine can make the pipeline slow.
 vi.setConfig({ testTimeout: 120_000 });
 
-let fixture: ApiFixture;
-let config: Config;
+let fixture: Pipeline;
 let tenant: TestTenant;
-let roles: RunningRoles;
-let worker: RunningWorker;
 let pool: PgPool;
 /** Every call of the `count` handler: task id → attempts seen. */
 const runs = new Map<string, number[]>();
 
 beforeAll(async () => {
   await requireKafka();
-  fixture = await startApiFixture({
-    topicPrefix: newTopicPrefix("worker"),
-    metricsPort: 0,
-    workerMetricsPort: 0,
-    kafkaPartitions: 2,
-    // Generous shard leases and quick repairs: on a loaded machine the
-    // in-process dispatcher may still lose a lease, and must recover fast.
-    leaseTtlMs: 6000,
-    leaseHeartbeatMs: 300,
-    leaseSafetyMarginMs: 1000,
-    claimIntervalMs: 50,
-    claimLookaheadMs: 1000,
-    claimTtlMs: 5000,
-    dispatchTimeoutMs: 10_000,
-    preloadIntervalMs: 500,
-    reconcileIntervalMs: 500,
-    workerLeaseMs: 3000,
-    workerHeartbeatMs: 500,
-    workerSessionTimeoutMs: 6000,
-    workerHandlers: fileURLToPath(new URL("./support/user-handlers.mjs", import.meta.url)),
-  });
-  ({ config, tenant } = fixture);
-  const logger = pino({ level: process.env.CF_TEST_LOG_LEVEL ?? "silent" });
-  roles = await startDispatchRoles(
-    config,
-    systemClock,
-    logger,
-    new Set(["dispatcher", "preloader", "reconciler"]),
+  fixture = await startPipeline(
+    "worker",
+    {
+      reconcileIntervalMs: 500,
+      workerLeaseMs: 3000,
+      workerHeartbeatMs: 500,
+      workerHandlers: fileURLToPath(new URL("./support/user-handlers.mjs", import.meta.url)),
+    },
+    {
+      worker: {
+        register: (registry) =>
+          registry.register("count", async (_payload, ctx) => {
+            runs.set(ctx.taskId, [...(runs.get(ctx.taskId) ?? []), ctx.attempt]);
+            return { attempt: ctx.attempt };
+          }),
+      },
+    },
   );
-  worker = await startWorker(config, systemClock, logger, {
-    register: (registry) =>
-      registry.register("count", async (_payload, ctx) => {
-        runs.set(ctx.taskId, [...(runs.get(ctx.taskId) ?? []), ctx.attempt]);
-        return { attempt: ctx.attempt };
-      }),
-  });
+  ({ tenant } = fixture);
   pool = createPgPool({
     connectionString: fixture.db.url,
     maxConnections: 2,
@@ -85,8 +61,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await worker?.stop();
-  await roles?.stop();
   await pool?.end();
   await fixture?.stop();
 });
