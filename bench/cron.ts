@@ -11,11 +11,9 @@
  *
  * With --json the last line is one JSON object (one entry per scenario).
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import path from "node:path";
+import type { ChildProcess } from "node:child_process";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
-import { Kafka, logLevel } from "kafkajs";
 import pg from "pg";
 import { systemClock } from "../node/src/adapters/clock/system-clock.js";
 import { PgLeaseStore } from "../node/src/adapters/pg/lease-store.js";
@@ -25,11 +23,23 @@ import { RedisHotTier } from "../node/src/adapters/redis/hot-tier.js";
 import { LeaseManager } from "../node/src/app/leases.js";
 import { Loop } from "../node/src/app/loop.js";
 import { PLAN_FAMILY, Planner, planLeasesOf } from "../node/src/app/planner.js";
-import { TOPICS, topicName } from "../node/src/domain/envelope.js";
 import { planShardOf } from "../node/src/domain/schedule.js";
 import { uuidv7From } from "../node/src/main/ids.js";
 import { noDispatchMetrics } from "../node/src/ports/dispatch-metrics.js";
-import { deleteBenchKeys, prepareBenchDatabase, root, waitForApi } from "./support.js";
+import {
+  type Arrival,
+  deleteBenchKeys,
+  deleteKafkaRun,
+  latenessOf,
+  prepareBenchDatabase,
+  readyMetricsPort,
+  sleepMs,
+  spawnRoles,
+  startArrivalConsumer,
+  stopChildren,
+  waitForApi,
+  waitUntil,
+} from "./support.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -56,58 +66,19 @@ const TOPIC_PREFIX = `bench-cron-${Date.now()}.`;
 const log = (line: string) => {
   if (!args.json) console.log(line);
 };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
-function child(roles: string, env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [path.join(root, "bin/chronofence.js"), "run", "--roles", roles], {
-    env: {
-      ...process.env,
-      DATABASE_URL,
-      HOST: "127.0.0.1",
-      CF_REDIS_PREFIX: REDIS_PREFIX,
-      CF_TOPIC_PREFIX: TOPIC_PREFIX,
-      LOG_LEVEL: "warn",
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "inherit"],
+const child = (roles: string, env: Record<string, string>): ChildProcess =>
+  spawnRoles(roles, {
+    DATABASE_URL,
+    CF_REDIS_PREFIX: REDIS_PREFIX,
+    CF_TOPIC_PREFIX: TOPIC_PREFIX,
+    ...env,
   });
-}
 
 async function startDispatcher(): Promise<ChildProcess> {
   const dispatcher = child("dispatcher,preloader,reconciler", { CF_METRICS_PORT: "0" });
-  await new Promise<void>((resolve, reject) => {
-    let out = "";
-    dispatcher.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      if (/metrics_port=\d+/.test(out)) resolve();
-    });
-    dispatcher.once("exit", (code) => reject(new Error(`dispatcher exited (${code})`)));
-  });
+  await readyMetricsPort(dispatcher, "dispatcher");
   return dispatcher;
-}
-
-async function startConsumer(arrivals: Map<string, number>) {
-  const kafka = new Kafka({ clientId: "bench-cron", brokers: BROKERS, logLevel: logLevel.NOTHING });
-  const consumer = kafka.consumer({ groupId: `${TOPIC_PREFIX}bench`, maxWaitTimeInMs: 50 });
-  await consumer.connect();
-  await consumer.subscribe({
-    topics: TOPICS.map((kind) => topicName(TOPIC_PREFIX, kind)),
-    fromBeginning: true,
-  });
-  const joined = new Promise<void>((resolve) =>
-    consumer.on(consumer.events.GROUP_JOIN, () => resolve()),
-  );
-  await consumer.run({
-    eachBatch: async ({ batch }) => {
-      const arrivedMs = Date.now();
-      for (const message of batch.messages) {
-        const { task_id } = JSON.parse(message.value!.toString()) as { task_id: string };
-        if (!arrivals.has(task_id)) arrivals.set(task_id, arrivedMs);
-      }
-    },
-  });
-  await joined;
-  return consumer;
 }
 
 /** N daily schedules whose one occurrence today is `dueMs` (UTC), inserted in one statement. */
@@ -204,10 +175,10 @@ async function plan(): Promise<{ planMs: number; tasks: number }> {
 async function submitCritical(apiKey: string, fromMs: number, untilMs: number) {
   const runAts = new Map<string, number>();
   const pending: Promise<void>[] = [];
-  await sleep(fromMs - Date.now());
+  await sleepMs(fromMs - Date.now());
   const intervalMs = 1000 / CRITICAL_PER_S;
   for (let at = fromMs; at < untilMs; at += intervalMs) {
-    await sleep(at - Date.now());
+    await sleepMs(at - Date.now());
     pending.push(
       fetch(`${baseUrl}/v1/tasks`, {
         method: "POST",
@@ -224,40 +195,28 @@ async function submitCritical(apiKey: string, fromMs: number, untilMs: number) {
   return runAts;
 }
 
-const percentile = (sorted: number[], p: number) =>
-  sorted.length === 0
-    ? 0
-    : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-
-function latenessOf(runAts: Map<string, number>, arrivals: Map<string, number>) {
+/** Lateness (Kafka arrival − run_at) of the tasks in `runAts`; early = arrived before run_at. */
+function latenessOfTasks(runAts: Map<string, number>, arrivals: Map<string, Arrival>) {
   const lateness: number[] = [];
   let lost = 0;
   let early = 0;
   for (const [id, runAtMs] of runAts) {
-    const arrivedMs = arrivals.get(id);
-    if (arrivedMs === undefined) {
+    const arrival = arrivals.get(id);
+    if (arrival === undefined) {
       lost++;
       continue;
     }
-    if (arrivedMs < runAtMs) early++;
-    lateness.push(arrivedMs - runAtMs);
+    if (arrival.arrivedMs < runAtMs) early++;
+    lateness.push(arrival.arrivedMs - runAtMs);
   }
-  lateness.sort((a, b) => a - b);
-  return {
-    count: runAts.size,
-    p50_ms: percentile(lateness, 50),
-    p99_ms: percentile(lateness, 99),
-    max_ms: lateness.at(-1) ?? 0,
-    lost,
-    early,
-  };
+  return { count: runAts.size, ...latenessOf(lateness), lost, early };
 }
 
 async function scenario(
   db: pg.Client,
   tenantId: string,
   apiKey: string,
-  arrivals: Map<string, number>,
+  arrivals: Map<string, Arrival>,
   jitterMs: number,
 ) {
   await db.query("TRUNCATE schedule_occurrences, schedules");
@@ -276,13 +235,13 @@ async function scenario(
   const critical = await submitCritical(apiKey, dueMs - 2000, dueMs + jitterMs + 3000);
   const deadlineMs = dueMs + jitterMs + 60_000;
   const done = () => [...herd.keys(), ...critical.keys()].every((id) => arrivals.has(id));
-  while (Date.now() < deadlineMs && !done()) await sleep(200);
+  await waitUntil(done, deadlineMs, 200);
   const result = {
     jitter_ms: jitterMs,
     plan_ms: Math.round(planMs),
     planned_tasks: tasks,
-    herd: latenessOf(herd, arrivals),
-    critical: latenessOf(critical, arrivals),
+    herd: latenessOfTasks(herd, arrivals),
+    critical: latenessOfTasks(critical, arrivals),
   };
   log(
     `  herd lateness (arrival − run_at): p50 ${result.herd.p50_ms} ms, p99 ${result.herd.p99_ms} ms, max ${result.herd.max_ms} ms, lost ${result.herd.lost}, early ${result.herd.early}`,
@@ -306,8 +265,8 @@ async function main(): Promise<void> {
   const dispatcher = await startDispatcher();
   const db = new pg.Client({ connectionString: DATABASE_URL });
   await db.connect();
-  const arrivals = new Map<string, number>();
-  const consumer = await startConsumer(arrivals);
+  const arrivals = new Map<string, Arrival>();
+  const consumer = await startArrivalConsumer(BROKERS, TOPIC_PREFIX, arrivals, { count: 0 });
   try {
     log(`${SCHEDULES} schedules due in the same second, ${LEAD_MS / 1000} s ahead`);
     const results = [];
@@ -319,23 +278,8 @@ async function main(): Promise<void> {
   } finally {
     await consumer.disconnect();
     await db.end();
-    for (const c of [api, dispatcher]) c.kill("SIGTERM");
-    await Promise.all(
-      [api, dispatcher].map((c) =>
-        c.exitCode === null ? new Promise((r) => c.once("exit", r)) : null,
-      ),
-    );
-    const admin = new Kafka({
-      clientId: "bench-cron-admin",
-      brokers: BROKERS,
-      logLevel: logLevel.NOTHING,
-    }).admin();
-    await admin.connect();
-    await admin
-      .deleteTopics({ topics: TOPICS.map((k) => topicName(TOPIC_PREFIX, k)) })
-      .catch(() => undefined);
-    await admin.deleteGroups([`${TOPIC_PREFIX}bench`]).catch(() => undefined);
-    await admin.disconnect();
+    await stopChildren([api, dispatcher]);
+    await deleteKafkaRun(BROKERS, TOPIC_PREFIX, [`${TOPIC_PREFIX}bench`]);
     await deleteBenchKeys(REDIS_PREFIX);
   }
 }
