@@ -20,6 +20,7 @@ import {
   deleteBenchKeys,
   deleteKafkaRun,
   offerThroughApi,
+  openLoopOptions,
   prepareBenchDatabase,
   publishOutcome,
   readyMetricsPort,
@@ -33,11 +34,7 @@ import {
 
 const { values: args } = parseArgs({
   options: {
-    json: { type: "boolean", default: false },
-    rate: { type: "string", default: "5000" },
-    seconds: { type: "string", default: "10" },
-    "lead-ms": { type: "string", default: "1000" },
-    "spread-ms": { type: "string", default: "2000" },
+    ...openLoopOptions,
     port: { type: "string", default: "18090" },
   },
 });

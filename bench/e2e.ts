@@ -51,6 +51,7 @@ import {
   type Lateness,
   latenessOf,
   offerThroughApi,
+  openLoopOptions,
   plateauRate,
   prepareBenchDatabase,
   publishOutcome,
@@ -65,11 +66,7 @@ import {
 
 const { values: args } = parseArgs({
   options: {
-    json: { type: "boolean", default: false },
-    rate: { type: "string", default: "5000" },
-    seconds: { type: "string", default: "10" },
-    "lead-ms": { type: "string", default: "1000" },
-    "spread-ms": { type: "string", default: "2000" },
+    ...openLoopOptions,
     "drain-ms": { type: "string", default: "30000" },
     workers: { type: "string", default: "1" },
     "peer-concurrency": { type: "string", default: "100" },

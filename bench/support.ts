@@ -109,6 +109,19 @@ export function latenessOf(values: number[]): Lateness {
 export const sleepMs = (ms: number): Promise<void> =>
   new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The open-loop flags bench:dispatch and bench:e2e share (node:util parseArgs
+ * options): --rate tasks/s for --seconds, each due --lead-ms + up to
+ * --spread-ms after its offer, and --json.
+ */
+export const openLoopOptions = {
+  json: { type: "boolean", default: false },
+  rate: { type: "string", default: "5000" },
+  seconds: { type: "string", default: "10" },
+  "lead-ms": { type: "string", default: "1000" },
+  "spread-ms": { type: "string", default: "2000" },
+} as const;
+
 export interface OpenLoop {
   ratePerS: number;
   seconds: number;
