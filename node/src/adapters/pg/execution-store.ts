@@ -340,12 +340,12 @@ export class PgExecutionStore implements ExecutionStore {
     );
     // A retry of a node whose workflow already failed (fail_fast) or was cancelled would run
     // a task nobody waits for: it is cancelled instead.
-    const cancels = failures.filter(
-      (f) => f.decision.kind === "retry" && stopped.has(f.row.workflow_id ?? ""),
+    const cancels = new Set(
+      failures.filter((f) => f.decision.kind === "retry" && stopped.has(f.row.workflow_id ?? "")),
     );
-    const settles = failures.filter((f) => !cancels.includes(f));
-    const errors = failures.map(({ row, failure }) => lastErrorJson(row, failure, nowMs));
-    const errorOf = (f: (typeof failures)[number]) => errors[failures.indexOf(f)]!;
+    const settles = failures.filter((f) => !cancels.has(f));
+    const errors = new Map(failures.map((f) => [f, lastErrorJson(f.row, f.failure, nowMs)]));
+    const errorOf = (f: (typeof failures)[number]) => errors.get(f)!;
     if (settles.length > 0) {
       await db.query(SETTLE_FAILURES, [
         settles.map((f) => f.row.id),
@@ -355,15 +355,16 @@ export class PgExecutionStore implements ExecutionStore {
         nowMs,
       ]);
     }
-    if (cancels.length > 0) {
+    if (cancels.size > 0) {
+      const cancelled = [...cancels];
       await db.query(CANCEL_FAILED, [
-        cancels.map((f) => f.row.id),
-        cancels.map((f) => f.row.run_at_ms),
-        cancels.map(errorOf),
+        cancelled.map((f) => f.row.id),
+        cancelled.map((f) => f.row.run_at_ms),
+        cancelled.map(errorOf),
         nowMs,
       ]);
     }
-    const ended = failures.filter((f) => f.decision.kind !== "retry" || cancels.includes(f));
+    const ended = failures.filter((f) => f.decision.kind !== "retry" || cancels.has(f));
     const released = await this.releaseLocked(
       db,
       ended.map((f) => f.row),
@@ -373,9 +374,9 @@ export class PgExecutionStore implements ExecutionStore {
     const moved = failures.filter(
       (f) => f.decision.kind === "retry" && f.row.idempotency_key !== null,
     );
-    const outcomes = failures.map((f, i) => {
+    const outcomes = failures.map((f) => {
       const { row, decision } = f;
-      if (cancels.includes(f)) {
+      if (cancels.has(f)) {
         const outcome: FailOutcome = {
           kind: "cancelled",
           attempt: row.attempt,
@@ -394,7 +395,7 @@ export class PgExecutionStore implements ExecutionStore {
         return { row, outcome };
       }
       const deadLetterId = this.options.newId();
-      letters.push(deadLetterOf(deadLetterId, row, decision.reason, errors[i]!));
+      letters.push(deadLetterOf(deadLetterId, row, decision.reason, errorOf(f)));
       const outcome: FailOutcome = {
         kind: "dead",
         attempt: row.attempt,
