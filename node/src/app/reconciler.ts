@@ -10,7 +10,9 @@
  *  3. fail expired executions: RUNNING tasks whose execution lease expired
  *     (the worker died or paused) are failed with a new fencing token — the
  *     old holder's late heartbeat or commit is stale — and retried after
- *     their backoff or dead-lettered;
+ *     their backoff or dead-lettered (a workflow node's death releases or
+ *     skips its children in the same transaction; a retry of a node whose
+ *     workflow already failed or was cancelled is cancelled instead);
  *  4. re-hydrate: SCHEDULED tasks due within `rehydrateAheadMs` that are in
  *     neither due nor claimed (a Redis flush, a lost add, a retry from step 3)
  *     are added back.
@@ -63,8 +65,11 @@ export class Reconciler {
     let total = 0;
     for (;;) {
       const failed = await this.executions.expireLeases(nowMs, this.options.batchSize);
-      const dead = failed.filter((f) => f.outcome === "dead").length;
+      const dead = failed.filter((f) => f.outcome !== "retrying").length;
       this.metrics.leasesExpired(failed.length - dead, dead);
+      // Workflow nodes those deaths released; step 4 below re-hydrates any this add loses.
+      const released = failed.flatMap((f) => f.released);
+      if (released.length > 0) await this.hotTier.addDue(released);
       total += failed.length;
       if (failed.length < this.options.batchSize) return total;
     }

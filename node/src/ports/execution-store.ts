@@ -36,6 +36,7 @@
  * as its attempt; the envelope's `attempt` is the count before this start.
  * A failure with `attempt >= max_attempts` (or a non-retryable one) is final.
  */
+import type { DueEntry } from "./hot-tier.js";
 
 /** Identifies one attempt of one task, as an envelope or an HTTP worker names it. */
 export interface ExecutionRef {
@@ -89,13 +90,25 @@ export type HeartbeatOutcome =
   | { kind: "stale" }
   | { kind: "not_found" };
 
-export type CompleteOutcome = { kind: "completed" } | { kind: "stale" } | { kind: "not_found" };
+export type CompleteOutcome =
+  /**
+   * `released`: workflow nodes this completion made due, in the same
+   * transaction (absent or empty outside workflows). The caller adds them to
+   * the hot tier after the call (HotTier.addDue); a lost add is repaired by
+   * the reconciler's re-hydration and the pre-loader, a few seconds later.
+   */
+  { kind: "completed"; released?: readonly DueEntry[] } | { kind: "stale" } | { kind: "not_found" };
 
 export type FailOutcome =
   /** Back to SCHEDULED at `nextRunAtMs` with a new fencing token; the next start is attempt `attempt + 1`. */
   | { kind: "retrying"; attempt: number; nextRunAtMs: number; tenantId: string; taskId: string }
-  /** DEAD, with the dead_letters row `deadLetterId`. */
-  | { kind: "dead"; attempt: number; deadLetterId: string }
+  /** DEAD, with the dead_letters row `deadLetterId`; `released` as for CompleteOutcome. */
+  | { kind: "dead"; attempt: number; deadLetterId: string; released?: readonly DueEntry[] }
+  /**
+   * A workflow node that would have been retried, but its workflow already
+   * failed (fail_fast) or was cancelled: CANCELLED instead (no dead letter).
+   */
+  | { kind: "cancelled"; attempt: number; released?: readonly DueEntry[] }
   | { kind: "stale" }
   | { kind: "not_found" };
 
@@ -109,15 +122,24 @@ export type ReplayOutcome =
   | { kind: "replayed"; tenantId: string; taskId: string; runAtMs: number }
   /** The task exists but is not DEAD (the HTTP layer answers 409 with its status). */
   | { kind: "not_dead"; status: string }
+  /**
+   * A DEAD node of a workflow: not replayed (409). Its death already counted
+   * in its children's trigger rules and the workflow's status; re-opening it
+   * would need to undo those. Submit a new workflow instead.
+   */
+  | { kind: "workflow_node"; workflowId: string }
   | { kind: "not_found" };
 
 /** One RUNNING task the reconciler failed because its execution lease expired. */
 export interface ExpiredLease {
   tenantId: string;
   taskId: string;
-  outcome: "retrying" | "dead";
+  /** "cancelled": a workflow node whose workflow already failed (fail_fast) or was cancelled. */
+  outcome: "retrying" | "dead" | "cancelled";
   /** Set when retrying: the new run_at, for the hot tier. */
   nextRunAtMs: number | null;
+  /** Workflow nodes released by this task's death or cancellation (see CompleteOutcome). */
+  released: readonly DueEntry[];
 }
 
 export interface ExecutionStore {
@@ -147,7 +169,8 @@ export interface ExecutionStore {
   /**
    * RUNNING → COMPLETED, fenced, storing `resultJson` (JSON text; "null" for
    * no result) as tasks.result. `stale` changes nothing: a zombie's late
-   * commit after a take-over lands here.
+   * commit after a take-over lands here. A workflow node's children are
+   * released in the same transaction (adapters/pg/workflow-release.ts).
    */
   complete(ref: ExecutionRef, resultJson: string, nowMs: number): Promise<CompleteOutcome>;
 
@@ -158,7 +181,11 @@ export interface ExecutionStore {
    *  - retryable and attempt < max_attempts: SCHEDULED at nowMs + backoff,
    *    with a new fencing token (the row may move to another day's partition);
    *  - otherwise DEAD, with a dead_letters row holding the failure, the
-   *    attempt, the token, the payload and the type.
+   *    attempt, the token, the payload and the type;
+   *  - a workflow node that would be retried while its workflow already
+   *    failed (fail_fast) or was cancelled: CANCELLED.
+   * A workflow node's DEAD or CANCELLED is counted by its workflow (children
+   * released or skipped) in the same transaction.
    */
   fail(ref: ExecutionRef, failure: ExecutionFailure, nowMs: number): Promise<FailOutcome>;
 
@@ -185,4 +212,11 @@ export interface ExecutionStore {
    * call; idempotent (a second call right after finds nothing).
    */
   expireLeases(nowMs: number, limit: number): Promise<ExpiredLease[]>;
+
+  /**
+   * What a workflow node's handler sees of its parents: {parent_key: result}
+   * for each parent that COMPLETED. Callers ask only for tasks whose
+   * envelope names a workflow.
+   */
+  parentResults(tenantId: string, taskId: string): Promise<Record<string, unknown>>;
 }

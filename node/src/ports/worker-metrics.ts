@@ -1,5 +1,11 @@
 /** What the worker role reports; the metrics adapter turns it into Prometheus series. */
-export type WorkerOutcome = "completed" | "retrying" | "dead" | "stale" | "lost_lease";
+export type WorkerOutcome =
+  | "completed"
+  | "retrying"
+  | "dead"
+  | "cancelled"
+  | "stale"
+  | "lost_lease";
 /** Where a stale fencing token was refused. */
 export type StaleAt = "start" | "heartbeat" | "complete" | "fail";
 

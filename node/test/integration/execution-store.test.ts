@@ -159,7 +159,10 @@ describe("fenced start, heartbeat, complete", () => {
       kind: "extended",
       leaseExpiresAtMs: now + 8000,
     });
-    expect(await store.complete(task, '{"ok":true}', now + 4000)).toEqual({ kind: "completed" });
+    expect(await store.complete(task, '{"ok":true}', now + 4000)).toEqual({
+      kind: "completed",
+      released: [],
+    });
     expect(await store.complete(task, '{"ok":false}', now + 4001)).toEqual({ kind: "stale" });
     expect(await store.heartbeat(task, "w1", 5000, now + 4002)).toEqual({ kind: "stale" });
     expect(await store.fail(task, { message: "late", retryable: true }, now + 4003)).toEqual({
@@ -416,6 +419,7 @@ describe("expired execution leases", () => {
       taskId: retried.taskId,
       outcome: "retrying",
       nextRunAtMs: now + 1001 + 500,
+      released: [],
     });
     expect(mine.find((e) => e.taskId === last.taskId)?.outcome).toBe("dead");
     expect(await deadLettersOf(last.taskId)).toMatchObject([

@@ -1,9 +1,9 @@
 /**
- * The watchdog against the real API over HTTP. This branch has no workers,
- * so nothing ever completes: the canary alert must fire (its clearing when
- * canaries complete again is covered by the unit test until the worker role
- * is merged), and the dead man's switch of a schedule whose handler never
- * completes must trip.
+ * The watchdog against the real API over HTTP, with no dispatcher or worker:
+ * nothing ever completes, so the canary alert must fire, and the dead man's
+ * switch of a schedule whose occurrences never complete must trip. The whole
+ * system (canaries completing, SIGSTOP/SIGCONT of the dispatcher, a running
+ * handler slower than expect_within_ms): watchdog-e2e.test.ts.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { systemClock } from "../../src/adapters/clock/system-clock.js";

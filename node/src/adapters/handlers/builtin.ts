@@ -1,6 +1,8 @@
 /**
  * The built-in handlers, for tests, demos and the simplest real use:
  *  - noop:  does nothing, returns null.
+ *  - chronofence.canary: the watchdog's canary task, a noop: its completion
+ *           is the proof that submission, dispatch and workers work.
  *  - sleep: {"ms": n} waits n ms (honouring the timeout), returns {"slept_ms": n}.
  *  - fail:  {"message"?, "code"?, "retryable"? = true, "fail_attempts"?} throws
  *           while ctx.attempt ≤ fail_attempts (always, if absent); after that
@@ -21,6 +23,7 @@ const MAX_BODY_CHARS = 64 * 1024;
 export function registerBuiltins(registry: HandlerRegistry): HandlerRegistry {
   return registry
     .register("noop", noop)
+    .register("chronofence.canary", noop)
     .register("sleep", sleepHandler)
     .register("fail", failHandler)
     .register("http", httpHandler);

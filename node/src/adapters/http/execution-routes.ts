@@ -22,7 +22,7 @@ import type {
   ExecutionStore,
   FailOutcome,
 } from "../../ports/execution-store.js";
-import type { HotTier } from "../../ports/hot-tier.js";
+import type { DueEntry, HotTier } from "../../ports/hot-tier.js";
 import { type BodyRoute, type HttpReply, json, type Route } from "./exchange.js";
 import { parseJson } from "./json-body.js";
 
@@ -148,6 +148,7 @@ export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting):
         deps.nowMs(),
       );
       if (outcome.kind !== "completed") throw refusal(outcome.kind, taskId);
+      addReleased(deps, outcome.released);
       return json(200, { task_id: taskId, status: "COMPLETED" });
     }),
     route("fail", deps.maxBodyBytes, async (principal, taskId, input) => {
@@ -166,6 +167,8 @@ export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting):
         reported,
         deps.nowMs(),
       );
+      if (outcome.kind === "dead" || outcome.kind === "cancelled")
+        addReleased(deps, outcome.released);
       return json(200, presentFailure(taskId, outcome));
     }),
     {
@@ -195,6 +198,13 @@ async function replay(
     deps.nowMs(),
   );
   if (outcome.kind === "not_found") throw refusal("not_found", taskId);
+  if (outcome.kind === "workflow_node") {
+    throw new ChronofenceError(
+      ErrorCode.InvalidTransition,
+      "a DEAD workflow node cannot be replayed: its death already decided its children and its workflow; submit a new workflow",
+      { details: { task_id: taskId, workflow_id: outcome.workflowId } },
+    );
+  }
   if (outcome.kind === "not_dead") {
     throw new ChronofenceError(
       ErrorCode.InvalidTransition,
@@ -207,6 +217,15 @@ async function replay(
     .addDue([{ tenantId: outcome.tenantId, taskId: outcome.taskId, runAtMs: outcome.runAtMs }])
     .catch(deps.onHotTierError);
   return json(200, await deps.presentTask(principal, taskId));
+}
+
+/**
+ * Workflow nodes released by a completion or death, after its commit: not
+ * awaited, all of them (released nodes are due now or after their small
+ * delay_ms); a lost add is repaired by re-hydration and the pre-loader.
+ */
+function addReleased(deps: ExecutionRouteDeps, released: readonly DueEntry[] | undefined): void {
+  if (released && released.length > 0) deps.hotTier.addDue(released).catch(deps.onHotTierError);
 }
 
 function presentFailure(taskId: string, outcome: FailOutcome): Record<string, unknown> {
@@ -225,6 +244,8 @@ function presentFailure(taskId: string, outcome: FailOutcome): Record<string, un
         attempt: outcome.attempt,
         dead_letter_id: outcome.deadLetterId,
       };
+    case "cancelled":
+      return { task_id: taskId, status: "CANCELLED", attempt: outcome.attempt };
     default:
       throw refusal(outcome.kind, taskId);
   }

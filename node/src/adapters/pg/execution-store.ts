@@ -20,16 +20,19 @@ import type {
   ReplayOutcome,
   StartOutcome,
 } from "../../ports/execution-store.js";
+import type { DueEntry } from "../../ports/hot-tier.js";
 import { Coalescer, type Settled } from "./coalescer.js";
 import { fromPgError, isDataException } from "./errors.js";
 import { type PgPool, withTenant } from "./pool.js";
 import {
+  CANCEL_FAILED,
   COMPLETE_MANY,
   completeTask,
   heartbeatTask,
   INSERT_DEAD_LETTERS,
   LOCK_EXPIRED,
   LOCK_TASK,
+  LOCK_WORKFLOWS,
   lockRunningTask,
   MOVE_IDEMPOTENCY_KEYS,
   REPLAY_TASK,
@@ -38,6 +41,7 @@ import {
   startTask,
   TASK_STATUS,
 } from "./sql/execution.js";
+import { parentResults, releaseDependents } from "./workflow-release.js";
 
 export interface PgExecutionStoreOptions {
   rowLevelSecurity: boolean;
@@ -83,7 +87,8 @@ const MAX_DETAILS_CHARS = 16_384;
 export class PgExecutionStore implements ExecutionStore {
   private readonly maxRetries: number;
   private readonly starts: Coalescer<StartInput, Row | null> | null = null;
-  private readonly completions: Coalescer<CompleteInput, boolean> | null = null;
+  /** A completion's value: the workflow nodes it released, or null (stale). */
+  private readonly completions: Coalescer<CompleteInput, DueEntry[] | null> | null = null;
 
   constructor(
     private readonly pool: PgPool,
@@ -140,15 +145,36 @@ export class PgExecutionStore implements ExecutionStore {
     });
   }
 
+  /** In a transaction: a workflow node's children are released with its completion. */
   complete(ref: ExecutionRef, resultJson: string, nowMs: number): Promise<CompleteOutcome> {
-    return this.fenced(ref, "complete execution", async (db) => {
-      if (this.completions && hasRunAt(ref)) {
-        const done = await this.completions.submit({ ref, resultJson, nowMs });
-        return done ? { kind: "completed" as const } : null;
-      }
-      const params = [ref.tenantId, ref.taskId, ref.fencingToken, resultJson, nowMs];
-      const result = await db.query(COMPLETE[withRunAt(ref)], withRunAtParam(ref, params));
-      return result.rowCount === 1 ? { kind: "completed" as const } : null;
+    return this.fenced(
+      ref,
+      "complete execution",
+      async (db) => {
+        if (this.completions && hasRunAt(ref)) {
+          const released = await this.completions.submit({ ref, resultJson, nowMs });
+          return released ? { kind: "completed" as const, released } : null;
+        }
+        const params = [ref.tenantId, ref.taskId, ref.fencingToken, resultJson, nowMs];
+        const result = await db.query(COMPLETE[withRunAt(ref)], withRunAtParam(ref, params));
+        const row: TerminalRow | undefined = result.rows[0];
+        if (!row) return null;
+        const released = (await this.release(db, [{ ...row, id: ref.taskId }], nowMs)).get(
+          ref.taskId,
+        );
+        return { kind: "completed" as const, released: released ?? [] };
+      },
+      !(this.completions && hasRunAt(ref)),
+    );
+  }
+
+  parentResults(tenantId: string, taskId: string): Promise<Record<string, unknown>> {
+    if (!UUID.test(taskId) || !UUID.test(tenantId)) return Promise.resolve({});
+    const read = (db: Queryable) => parentResults(db, taskId);
+    return (
+      this.options.rowLevelSecurity ? withTenant(this.pool, tenantId, read) : read(this.pool)
+    ).catch((error: unknown) => {
+      throw fromPgError(error, "read parent results");
     });
   }
 
@@ -183,6 +209,8 @@ export class PgExecutionStore implements ExecutionStore {
           if (!current) return { kind: "not_found" as const };
           if (current.status !== "DEAD")
             return { kind: "not_dead" as const, status: current.status };
+          if (current.workflow_id !== null)
+            return { kind: "workflow_node" as const, workflowId: current.workflow_id as string };
           await db.query(REPLAY_TASK, [tenantId, taskId, current.run_at_ms, nowMs, apiKeyId]);
           if (current.idempotency_key !== null) {
             await db.query(MOVE_IDEMPOTENCY_KEYS, [[tenantId], [current.idempotency_key], [nowMs]]);
@@ -218,8 +246,9 @@ export class PgExecutionStore implements ExecutionStore {
           return settled.map(({ row, outcome }) => ({
             tenantId: row.tenant_id,
             taskId: row.id,
-            outcome: outcome.kind === "retrying" ? ("retrying" as const) : ("dead" as const),
+            outcome: outcome.kind as "retrying" | "dead" | "cancelled",
             nextRunAtMs: outcome.kind === "retrying" ? outcome.nextRunAtMs : null,
+            released: "released" in outcome ? (outcome.released ?? []) : [],
           }));
         }),
       );
@@ -257,21 +286,28 @@ export class PgExecutionStore implements ExecutionStore {
    * refuses (a data exception) would fail the whole statement: then each row
    * goes alone, so only its own caller sees the refusal.
    */
-  private async completeMany(inputs: CompleteInput[]): Promise<Array<Settled<boolean>>> {
-    const once = async (group: CompleteInput[]) => {
-      const refs = group.map((i) => i.ref);
-      const result = await this.pool.query(COMPLETE_MANY, [
-        refs.map((r) => r.tenantId),
-        refs.map((r) => r.taskId),
-        refs.map((r) => r.fencingToken),
-        refs.map((r) => r.runAtMs),
-        group.map((i) => i.resultJson),
-        group.map((i) => i.nowMs),
-        ...runAtBounds(refs),
-      ]);
-      const rows = byIdAndToken(result.rows);
-      return group.map((i): Settled<boolean> => ({ ok: true, value: take(rows, i.ref) !== null }));
-    };
+  private async completeMany(inputs: CompleteInput[]): Promise<Array<Settled<DueEntry[] | null>>> {
+    const once = (group: CompleteInput[]) =>
+      this.transaction(async (db) => {
+        const refs = group.map((i) => i.ref);
+        const result = await db.query(COMPLETE_MANY, [
+          refs.map((r) => r.tenantId),
+          refs.map((r) => r.taskId),
+          refs.map((r) => r.fencingToken),
+          refs.map((r) => r.runAtMs),
+          group.map((i) => i.resultJson),
+          group.map((i) => i.nowMs),
+          ...runAtBounds(refs),
+        ]);
+        // One release per completed workflow node, in this transaction, for all
+        // the workflows of the batch (locked in id order).
+        const released = await this.release(db, result.rows, group[0]!.nowMs);
+        const rows = byIdAndToken(result.rows);
+        return group.map((i): Settled<DueEntry[] | null> => {
+          const row = take(rows, i.ref);
+          return { ok: true, value: row ? (released.get(row.id) ?? []) : null };
+        });
+      });
     try {
       return await once(inputs);
     } catch (error) {
@@ -280,7 +316,7 @@ export class PgExecutionStore implements ExecutionStore {
         inputs.map((input) =>
           once([input]).then(
             (answers) => answers[0]!,
-            (e: unknown): Settled<boolean> => ({ ok: false, error: e }),
+            (e: unknown): Settled<DueEntry[] | null> => ({ ok: false, error: e }),
           ),
         ),
       );
@@ -298,19 +334,56 @@ export class PgExecutionStore implements ExecutionStore {
     nowMs: number,
   ): Promise<Array<{ row: FailureRow; outcome: FailOutcome }>> {
     if (failures.length === 0) return [];
-    const errors = failures.map(({ row, failure }) => lastErrorJson(row, failure, nowMs));
-    await db.query(SETTLE_FAILURES, [
-      failures.map((f) => f.row.id),
-      failures.map((f) => f.row.run_at_ms),
-      failures.map((f) => (f.decision.kind === "retry" ? f.decision.nextRunAtMs : null)),
-      errors,
+    const stopped = await this.lockWorkflows(
+      db,
+      failures.map((f) => f.row),
+    );
+    // A retry of a node whose workflow already failed (fail_fast) or was cancelled would run
+    // a task nobody waits for: it is cancelled instead.
+    const cancels = new Set(
+      failures.filter((f) => f.decision.kind === "retry" && stopped.has(f.row.workflow_id ?? "")),
+    );
+    const settles = failures.filter((f) => !cancels.has(f));
+    const errors = new Map(failures.map((f) => [f, lastErrorJson(f.row, f.failure, nowMs)]));
+    const errorOf = (f: (typeof failures)[number]) => errors.get(f)!;
+    if (settles.length > 0) {
+      await db.query(SETTLE_FAILURES, [
+        settles.map((f) => f.row.id),
+        settles.map((f) => f.row.run_at_ms),
+        settles.map((f) => (f.decision.kind === "retry" ? f.decision.nextRunAtMs : null)),
+        settles.map(errorOf),
+        nowMs,
+      ]);
+    }
+    if (cancels.size > 0) {
+      const cancelled = [...cancels];
+      await db.query(CANCEL_FAILED, [
+        cancelled.map((f) => f.row.id),
+        cancelled.map((f) => f.row.run_at_ms),
+        cancelled.map(errorOf),
+        nowMs,
+      ]);
+    }
+    const ended = failures.filter((f) => f.decision.kind !== "retry" || cancels.has(f));
+    const released = await this.releaseLocked(
+      db,
+      ended.map((f) => f.row),
       nowMs,
-    ]);
+    );
     const letters: unknown[] = [];
     const moved = failures.filter(
       (f) => f.decision.kind === "retry" && f.row.idempotency_key !== null,
     );
-    const outcomes = failures.map(({ row, decision }, i) => {
+    const outcomes = failures.map((f) => {
+      const { row, decision } = f;
+      if (cancels.has(f)) {
+        const outcome: FailOutcome = {
+          kind: "cancelled",
+          attempt: row.attempt,
+          released: released.get(row.id) ?? [],
+        };
+        return { row, outcome };
+      }
       if (decision.kind === "retry") {
         const outcome: FailOutcome = {
           kind: "retrying",
@@ -322,8 +395,13 @@ export class PgExecutionStore implements ExecutionStore {
         return { row, outcome };
       }
       const deadLetterId = this.options.newId();
-      letters.push(deadLetterOf(deadLetterId, row, decision.reason, errors[i]!));
-      const outcome: FailOutcome = { kind: "dead", attempt: row.attempt, deadLetterId };
+      letters.push(deadLetterOf(deadLetterId, row, decision.reason, errorOf(f)));
+      const outcome: FailOutcome = {
+        kind: "dead",
+        attempt: row.attempt,
+        deadLetterId,
+        released: released.get(row.id) ?? [],
+      };
       return { row, outcome };
     });
     if (letters.length > 0) await db.query(INSERT_DEAD_LETTERS, [JSON.stringify(letters), nowMs]);
@@ -335,6 +413,45 @@ export class PgExecutionStore implements ExecutionStore {
       ]);
     }
     return outcomes;
+  }
+
+  /**
+   * Locks the workflows of these rows (those in one), in id order, so two
+   * transactions ending tasks of several workflows cannot deadlock; answers
+   * the ids of those a node retry must not run in. The rows' own locks come
+   * first: they are RUNNING tasks, which nothing under a workflow lock waits
+   * for (the lock order of migrations/000007).
+   */
+  private async lockWorkflows(db: Queryable, rows: readonly TerminalRow[]): Promise<Set<string>> {
+    const ids = [...new Set(rows.flatMap((r) => (r.workflow_id === null ? [] : [r.workflow_id])))];
+    if (ids.length === 0) return new Set();
+    const locked = await db.query(LOCK_WORKFLOWS, [ids.sort()]);
+    return new Set(locked.rows.filter((w) => w.stopped).map((w) => w.id as string));
+  }
+
+  /** The DAG releaser for the rows (now terminal, in this transaction) that are workflow nodes. */
+  private async release(
+    db: Queryable,
+    rows: readonly TerminalRow[],
+    nowMs: number,
+  ): Promise<Map<string, DueEntry[]>> {
+    await this.lockWorkflows(db, rows);
+    return this.releaseLocked(db, rows, nowMs);
+  }
+
+  private async releaseLocked(
+    db: Queryable,
+    rows: readonly TerminalRow[],
+    nowMs: number,
+  ): Promise<Map<string, DueEntry[]>> {
+    const released = new Map<string, DueEntry[]>();
+    for (const row of rows) {
+      if (row.workflow_id === null) continue;
+      const runAtMs = Math.round(row.run_at_ms);
+      const outcome = await releaseDependents(db, { taskId: row.id, runAtMs }, nowMs);
+      released.set(row.id, outcome.released);
+    }
+    return released;
   }
 
   /**
@@ -407,8 +524,14 @@ export class PgExecutionStore implements ExecutionStore {
   }
 }
 
-interface FailureRow {
+/** A task this transaction made terminal: enough to release its workflow's nodes. */
+interface TerminalRow {
   id: string;
+  run_at_ms: number;
+  workflow_id: string | null;
+}
+
+interface FailureRow extends TerminalRow {
   tenant_id: string;
   type: string;
   payload_json: string;
@@ -420,7 +543,6 @@ interface FailureRow {
   idempotency_key: string | null;
   fencing_token: string;
   lease_owner: string | null;
-  run_at_ms: number;
 }
 
 const hasRunAt = (ref: ExecutionRef): ref is ExecutionRef & { runAtMs: number } =>

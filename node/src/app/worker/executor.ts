@@ -66,6 +66,7 @@ export type ExecutionReport =
   | "completed"
   | "retrying"
   | "dead"
+  | "cancelled"
   | "stale"
   | "lost_lease"
   | "abandoned"
@@ -148,6 +149,7 @@ export class Executor {
       ).catch((error: Error) => error);
       if (!(done instanceof Error)) {
         if (done.kind !== "completed") return this.stale(envelope.type, "complete");
+        await this.addReleased(done.released, nowMs);
         this.deps.metrics.outcome(envelope.type, "completed");
         return "completed";
       }
@@ -176,12 +178,27 @@ export class Executor {
       }
       return "retrying";
     }
+    if (failed.kind === "cancelled") {
+      await this.addReleased(failed.released, nowMs);
+      this.deps.metrics.outcome(envelope.type, "cancelled");
+      return "cancelled";
+    }
     if (failed.kind === "dead") {
+      await this.addReleased(failed.released, nowMs);
       this.deps.metrics.deadLettered(envelope.type);
       this.deps.metrics.outcome(envelope.type, "dead");
       return "dead";
     }
     return this.stale(envelope.type, "fail");
+  }
+
+  /** After the commit: workflow nodes it released go to the hot tier (a lost add is repaired later). */
+  private async addReleased(released: readonly DueEntry[] | undefined, nowMs: number) {
+    const due = (released ?? []).filter((e) => e.runAtMs - nowMs <= this.options.hotWindowMs);
+    if (due.length === 0) return;
+    await this.deps
+      .addDue(due)
+      .catch((error: unknown) => this.deps.onError(error, "add released nodes to hot tier"));
   }
 
   private stale(type: string, at: "complete" | "fail"): ExecutionReport {
@@ -203,6 +220,14 @@ export class Executor {
     const handler = this.deps.handlers.get(envelope.type);
     if (!handler)
       return { kind: "failed", failure: unknownTypeFailure(envelope.type), byStop: false };
+    let parentResults: Record<string, unknown> | null = null;
+    if (envelope.workflowId !== null) {
+      try {
+        parentResults = await this.deps.store.parentResults(envelope.tenantId, envelope.taskId);
+      } catch (error) {
+        return { kind: "failed", failure: classifyFailure(error), byStop: false };
+      }
+    }
     const controller = new AbortController();
     let why: "timeout" | "lost_lease" | "stop" | null = null;
     const abort = (reason: "timeout" | "lost_lease" | "stop") => {
@@ -239,7 +264,7 @@ export class Executor {
           idempotencyKey: envelope.idempotencyKey,
           runAtMs: execution.runAtMs,
           timeoutMs: execution.timeoutMs,
-          parentResults: null,
+          parentResults,
           signal: controller.signal,
         }),
         aborted,

@@ -17,7 +17,7 @@ export interface HandlerContext {
   idempotencyKey: string | null;
   runAtMs: number;
   timeoutMs: number;
-  /** Results of a workflow node's parents by node name; null outside workflows (not yet wired). */
+  /** A workflow node's COMPLETED parents' results by node key ({} for a root); null outside workflows. */
   parentResults: Readonly<Record<string, unknown>> | null;
   /** Aborts at timeout_ms, when the execution lease is lost, or when the worker stops. */
   signal: AbortSignal;

@@ -53,6 +53,9 @@ class ScriptedStore implements ExecutionStore {
   async expireLeases(): Promise<never> {
     throw new Error("not used");
   }
+  async parentResults(): Promise<never> {
+    throw new Error("not used: the envelopes here are outside workflows");
+  }
 }
 
 const envelope = (type: string, payload: unknown = null): InboundEnvelope => ({

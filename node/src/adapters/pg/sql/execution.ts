@@ -21,7 +21,8 @@ const msOf = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8
 export const FAILURE_COLUMNS = `
   id, tenant_id, type, payload::text AS payload_json, attempt, max_attempts,
   backoff_strategy, backoff_base_ms, backoff_max_ms, idempotency_key,
-  fencing_token::text AS fencing_token, lease_owner, ${msOf("run_at")} AS run_at_ms`;
+  fencing_token::text AS fencing_token, lease_owner, ${msOf("run_at")} AS run_at_ms,
+  workflow_id`;
 
 /**
  * run_at arrives as a timestamptz parameter (ISO text), not as epoch ms:
@@ -64,7 +65,8 @@ RETURNING ${msOf("lease_expires_at")} AS lease_expires_at_ms`;
 
 /**
  * complete: $1 tenant_id, $2 id, $3 fencing_token, $4 result jsonb text, $5 now_ms
- * [, $6 run_at timestamptz] → 1 row if RUNNING with this token (now COMPLETED), else 0.
+ * [, $6 run_at timestamptz] → 1 row (run_at_ms, workflow_id) if RUNNING with this
+ * token (now COMPLETED), else 0.
  */
 export const completeTask = (withRunAt: boolean) => `
 UPDATE tasks
@@ -75,7 +77,7 @@ UPDATE tasks
        updated_at = ${ts("$5")}
  WHERE tenant_id = $1 AND id = $2 AND fencing_token = $3::bigint AND status = 'RUNNING'
        ${runAtTest(withRunAt, "$6")}
-RETURNING 1`;
+RETURNING ${msOf("run_at")} AS run_at_ms, workflow_id`;
 
 /**
  * lock-running: $1 tenant_id, $2 id, $3 fencing_token [, $4 run_at timestamptz] → the
@@ -160,9 +162,9 @@ UPDATE idempotency_keys k
 /** task-exists: $1 tenant_id, $2 id → the task's status (any partition), for stale vs not_found. */
 export const TASK_STATUS = "SELECT status FROM tasks WHERE tenant_id = $1 AND id = $2";
 
-/** lock-task: $1 tenant_id, $2 id → status, run_at_ms, idempotency_key, locked (replay). */
+/** lock-task: $1 tenant_id, $2 id → status, run_at_ms, idempotency_key, workflow_id, locked (replay). */
 export const LOCK_TASK = `
-SELECT status, ${msOf("run_at")} AS run_at_ms, idempotency_key
+SELECT status, ${msOf("run_at")} AS run_at_ms, idempotency_key, workflow_id
   FROM tasks WHERE tenant_id = $1 AND id = $2 FOR UPDATE`;
 
 /**
@@ -222,7 +224,7 @@ RETURNING t.id, t.fencing_token::text AS token, t.attempt, t.max_attempts, t.tim
  * complete-many: one fenced completion per row, in one statement.
  * $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[], $4 run_at_ms
  * float8[], $5 results text[] (JSON), $6 now_ms float8[], $7 min run_at,
- * $8 max run_at → one row (id, token) per task completed.
+ * $8 max run_at → one row (id, token, run_at_ms, workflow_id) per task completed.
  */
 export const COMPLETE_MANY = `
 UPDATE tasks t
@@ -236,4 +238,31 @@ UPDATE tasks t
  WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
    AND t.status = 'RUNNING' AND t.run_at = ${ts("r.run_at_ms")}
    AND t.run_at >= $7::timestamptz AND t.run_at <= $8::timestamptz
-RETURNING t.id, t.fencing_token::text AS token`;
+RETURNING t.id, t.fencing_token::text AS token, ${msOf("t.run_at")} AS run_at_ms, t.workflow_id`;
+
+/**
+ * cancel-failed: $1 ids uuid[], $2 run_at_ms float8[] (current), $3 last_error
+ * jsonb[], $4 now_ms — RUNNING tasks locked by this transaction whose
+ * workflow already failed (fail_fast) or was cancelled: CANCELLED with a new
+ * fencing token instead of being retried.
+ */
+export const CANCEL_FAILED = `
+UPDATE tasks t
+   SET status = 'CANCELLED',
+       fencing_token = nextval('fencing_token_seq'),
+       last_error = d.last_error,
+       lease_expires_at = NULL,
+       failed_at = ${ts("$4")},
+       cancelled_at = ${ts("$4")},
+       updated_at = ${ts("$4")}
+  FROM unnest($1::uuid[], $2::float8[], $3::jsonb[]) AS d (id, run_at_ms, last_error)
+ WHERE t.id = d.id AND t.run_at = ${ts("d.run_at_ms")} AND t.status = 'RUNNING'`;
+
+/**
+ * lock-workflows: $1 ids uuid[] → each workflow's row, locked, in id order
+ * (two transactions that each end tasks of several workflows take them in
+ * the same order). `stopped`: a retry of one of its nodes must not run.
+ */
+export const LOCK_WORKFLOWS = `
+SELECT id, status <> 'RUNNING' OR (fail_fast AND dead_nodes > 0) AS stopped
+  FROM workflows WHERE id = ANY ($1::uuid[]) ORDER BY id FOR UPDATE`;

@@ -1,0 +1,212 @@
+/**
+ * The watchdog against a whole running Chronofence: API in-process, the
+ * dispatch roles and the planner in a child process (so it can be paused),
+ * a worker in-process; the watchdog's windows shortened. Canaries complete
+ * (no alert); SIGSTOP of the dispatcher → the canary alert fires; SIGCONT →
+ * it clears. The dead man's switch fires for a scheduled `sleep` longer than
+ * the schedule's expect_within_ms.
+ */
+import { pino } from "pino";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { systemClock } from "../../src/adapters/clock/system-clock.js";
+import { ApiClient } from "../../src/adapters/http/api-client.js";
+import { HttpWatchdogApi } from "../../src/adapters/http/watchdog-api.js";
+import { CANARY_ALERT, Watchdog } from "../../src/app/watchdog.js";
+import { type RunningWorker, startWorker } from "../../src/main/worker.js";
+import type { Alert, AlertSink } from "../../src/ports/watchdog.js";
+import { type ApiFixture, call, startApiFixture } from "./support/api.js";
+import { newTopicPrefix, requireKafka } from "./support/kafka.js";
+import { killRolesChildren, type RolesChild, startRolesChild } from "./support/roles-child.js";
+import { TEST_REDIS_URL, withPg } from "./support/services.js";
+import { waitUntil } from "./support/wait.js";
+
+vi.setConfig({ testTimeout: 180_000 });
+
+/** The watchdog's window, shortened: a canary not COMPLETED 4 s after submission alerts. */
+const DEADLINE_MS = 4000;
+
+let fixture: ApiFixture;
+let roles: RolesChild;
+let worker: RunningWorker;
+
+beforeAll(async () => {
+  await requireKafka();
+  fixture = await startApiFixture({
+    topicPrefix: newTopicPrefix("watchdog-e2e"),
+    metricsPort: 0,
+    workerMetricsPort: 0,
+    kafkaPartitions: 2,
+    workerLeaseMs: 3000,
+    workerHeartbeatMs: 500,
+    workerSessionTimeoutMs: 6000,
+  });
+  roles = await startRolesChild("dispatcher,preloader,reconciler,planner", {
+    DATABASE_URL: fixture.db.url,
+    REDIS_URL: TEST_REDIS_URL,
+    CF_REDIS_PREFIX: fixture.config.redisKeyPrefix,
+    CF_TOPIC_PREFIX: fixture.config.topicPrefix,
+    CF_KAFKA_PARTITIONS: "2",
+    CF_METRICS_PORT: "0",
+    CF_LEASE_TTL_MS: "6000",
+    CF_LEASE_HEARTBEAT_MS: "300",
+    CF_LEASE_SAFETY_MARGIN_MS: "1000",
+    CF_CLAIM_INTERVAL_MS: "50",
+    CF_CLAIM_LOOKAHEAD_MS: "1000",
+    CF_PRELOAD_INTERVAL_MS: "500",
+    CF_RECONCILE_INTERVAL_MS: "500",
+    CF_PLAN_INTERVAL_MS: "500",
+    // Short: the watchdog reads a schedule's newest `historyLimit` occurrences, planned
+    // ones included; with the default look-ahead a schedule every 2 s would have only
+    // future occurrences there and every check would say "no run recorded".
+    CF_CRON_PLAN_AHEAD_MS: "4000",
+    CF_NODE_ID: "paused-dispatcher",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: process.env.CF_TEST_LOG_LEVEL ?? "silent",
+  });
+  worker = await startWorker(
+    fixture.config,
+    systemClock,
+    pino({ level: process.env.CF_TEST_LOG_LEVEL ?? "silent" }),
+  );
+});
+
+afterAll(async () => {
+  roles?.process.kill("SIGCONT");
+  killRolesChildren();
+  await worker?.stop();
+  await fixture?.stop();
+});
+
+/** A watchdog whose alerts are recorded as fired and resolved. */
+function watchdog() {
+  const fired: Alert[] = [];
+  const resolved: Alert[] = [];
+  const sink: AlertSink = {
+    fire: async (alert) => {
+      fired.push(alert);
+    },
+    resolve: async (alert) => {
+      resolved.push(alert);
+    },
+  };
+  const client = new ApiClient({
+    baseUrl: fixture.api.baseUrl,
+    apiKey: fixture.tenant.apiKey,
+    timeoutMs: 5000,
+  });
+  const dog = new Watchdog(
+    new HttpWatchdogApi(client),
+    sink,
+    systemClock,
+    {
+      canaryType: "chronofence.canary",
+      canaryIntervalMs: 500,
+      canaryDelayMs: 100,
+      canaryDeadlineMs: DEADLINE_MS,
+      historyLimit: 20,
+    },
+    (error) => {
+      throw error;
+    },
+  );
+  return { dog, fired, resolved };
+}
+
+const completedCanaries = () =>
+  withPg(
+    fixture.db.url,
+    async (c) =>
+      (
+        await c.query(
+          "SELECT count(*)::int AS n FROM tasks WHERE type = 'chronofence.canary' AND status = 'COMPLETED'",
+        )
+      ).rows[0].n as number,
+  );
+
+it("canaries complete; SIGSTOP of the dispatcher fires the alert, SIGCONT clears it", async () => {
+  const { dog, fired, resolved } = watchdog();
+  // Running normally for longer than the window: canaries complete, nothing fires.
+  const calmUntil = Date.now() + 2 * DEADLINE_MS;
+  while (Date.now() < calmUntil) {
+    await dog.check();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  expect(await completedCanaries()).toBeGreaterThan(0);
+  expect(fired.filter((a) => a.key === CANARY_ALERT)).toEqual([]);
+
+  roles.process.kill("SIGSTOP");
+  const stoppedAt = Date.now();
+  await waitUntil(
+    "the canary alert",
+    async () => {
+      await dog.check();
+      return fired.some((a) => a.key === CANARY_ALERT);
+    },
+    (firing) => firing,
+    60_000,
+    200,
+  );
+  // It cannot fire before a canary submitted after the stop missed its deadline... nor much
+  // later than that plus a check interval (the bound is loose: the machine is shared).
+  expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(DEADLINE_MS - 1000);
+  expect(dog.alerts.has(CANARY_ALERT)).toBe(true);
+
+  roles.process.kill("SIGCONT");
+  await waitUntil(
+    "the canary alert to clear",
+    async () => {
+      await dog.check();
+      return resolved.some((a) => a.key === CANARY_ALERT);
+    },
+    (cleared) => cleared,
+    90_000,
+    200,
+  );
+  expect(dog.alerts.has(CANARY_ALERT)).toBe(false);
+});
+
+it("the dead man's switch fires for a scheduled handler that never completes in time", async () => {
+  const created = await call(fixture.api.baseUrl, "POST", "/v1/schedules", {
+    key: fixture.tenant.apiKey,
+    body: {
+      name: "slow-job",
+      expression: "*/2 * * * * *",
+      type: "sleep",
+      payload: { ms: 8000 },
+      expect_within_ms: 1000,
+    },
+  });
+  expect(created.status).toBe(201);
+  const key = `schedule:${created.body.id}`;
+  const running = () =>
+    withPg(
+      fixture.db.url,
+      async (c) =>
+        (
+          await c.query(
+            "SELECT count(*)::int AS n FROM tasks WHERE schedule_id = $1 AND status = 'RUNNING'",
+            [created.body.id],
+          )
+        ).rows[0].n as number,
+    );
+  // The watchdog starts once occurrences run, so the one it judges has a recorded run
+  // (from the start, it would fire at once with "no run recorded").
+  await expect.poll(running, { timeout: 60_000, interval: 100 }).toBeGreaterThan(0);
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const { dog } = watchdog();
+  await waitUntil(
+    "the dead man's switch",
+    async () => {
+      await dog.check();
+      return dog.alerts.get(key) ?? null;
+    },
+    (alert) => alert !== null,
+    60_000,
+    200,
+  );
+  const alert = dog.alerts.get(key)!;
+  // A run is recorded and has not completed (RUNNING, or still queued behind the sleeps).
+  expect(["RUNNING", "ARMED", "SCHEDULED"]).toContain(alert.details.status);
+  expect(alert.kind).toBe("dead_mans_switch");
+  expect(alert.message).toMatch(/slow-job: .* has not completed within 1000 ms \([A-Z]+\)/);
+});
