@@ -6,55 +6,30 @@
  * after all its parents completed; the workflow ends COMPLETED with each
  * node COMPLETED once.
  */
-import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { systemClock } from "../../src/adapters/clock/system-clock.js";
 import type { Config } from "../../src/config/config.js";
-import { type RunningRoles, startDispatchRoles } from "../../src/main/dispatch.js";
-import { type ApiFixture, call, startApiFixture, type TestTenant } from "./support/api.js";
-import { newTopicPrefix, requireKafka } from "./support/kafka.js";
+import { call, type TestTenant } from "./support/api.js";
+import { requireKafka } from "./support/kafka.js";
+import { type Pipeline, startPipeline } from "./support/pipeline.js";
 import { killRolesChildren, startRolesChild } from "./support/roles-child.js";
 import { TEST_REDIS_URL, withPg } from "./support/services.js";
 
 const WORKER_LEASE_MS = 1500;
 
-let fixture: ApiFixture;
+let fixture: Pipeline;
 let config: Config;
 let tenant: TestTenant;
-let roles: RunningRoles;
 
 beforeAll(async () => {
   await requireKafka();
-  fixture = await startApiFixture({
-    topicPrefix: newTopicPrefix("workflow-crash"),
-    metricsPort: 0,
-    kafkaPartitions: 2,
-    // Generous shard leases and quick repairs: on a loaded machine the
-    // in-process dispatcher may still lose a lease, and must recover fast.
-    leaseTtlMs: 6000,
-    leaseHeartbeatMs: 300,
-    leaseSafetyMarginMs: 1000,
-    claimIntervalMs: 50,
-    claimLookaheadMs: 1000,
-    claimTtlMs: 5000,
-    dispatchTimeoutMs: 10_000,
-    preloadIntervalMs: 500,
-    reconcileIntervalMs: 300,
-  });
+  fixture = await startPipeline("workflow-crash", { reconcileIntervalMs: 300 }, { worker: false });
   ({ config, tenant } = fixture);
-  roles = await startDispatchRoles(
-    config,
-    systemClock,
-    pino({ level: process.env.CF_TEST_LOG_LEVEL ?? "silent" }),
-    new Set(["dispatcher", "preloader", "reconciler"]),
-  );
 });
 
 afterEach(() => killRolesChildren());
 
 afterAll(async () => {
   killRolesChildren();
-  await roles?.stop();
   await fixture?.stop();
 });
 

@@ -4,22 +4,17 @@
  * its fenced completion's transaction; a child's handler sees its parents'
  * results; trigger rules, skips, fail_fast and a fan-out/fan-in of 1,000.
  */
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { systemClock } from "../../src/adapters/clock/system-clock.js";
 import { PermanentError } from "../../src/domain/execution-error.js";
-import { type RunningRoles, startDispatchRoles } from "../../src/main/dispatch.js";
-import { type RunningWorker, startWorker } from "../../src/main/worker.js";
-import { type ApiFixture, call, startApiFixture, type TestTenant } from "./support/api.js";
-import { newTopicPrefix, requireKafka } from "./support/kafka.js";
+import { call, type TestTenant } from "./support/api.js";
+import { requireKafka } from "./support/kafka.js";
+import { type Pipeline, startPipeline } from "./support/pipeline.js";
 import { withPg } from "./support/services.js";
 
 vi.setConfig({ testTimeout: 240_000 });
 
-let fixture: ApiFixture;
+let fixture: Pipeline;
 let tenant: TestTenant;
-let roles: RunningRoles;
-let worker: RunningWorker;
 
 /** Every run of the `trace` handler, in the order they started. */
 interface Run {
@@ -32,57 +27,48 @@ const runs: Run[] = [];
 
 beforeAll(async () => {
   await requireKafka();
-  fixture = await startApiFixture({
-    topicPrefix: newTopicPrefix("workflow-run"),
-    metricsPort: 0,
-    workerMetricsPort: 0,
-    kafkaPartitions: 2,
-    leaseTtlMs: 6000,
-    leaseHeartbeatMs: 300,
-    leaseSafetyMarginMs: 1000,
-    claimIntervalMs: 50,
-    claimLookaheadMs: 1000,
-    claimTtlMs: 5000,
-    dispatchTimeoutMs: 10_000,
-    preloadIntervalMs: 500,
-    reconcileIntervalMs: 500,
-    workerLeaseMs: 3000,
-    workerHeartbeatMs: 500,
-    workerSessionTimeoutMs: 6000,
-  });
-  tenant = fixture.tenant;
-  const logger = pino({ level: process.env.CF_TEST_LOG_LEVEL ?? "silent" });
-  roles = await startDispatchRoles(
-    fixture.config,
-    systemClock,
-    logger,
-    new Set(["dispatcher", "preloader", "reconciler"]),
+  fixture = await startPipeline(
+    "workflow-run",
+    { workerLeaseMs: 3000, workerHeartbeatMs: 500 },
+    {
+      worker: {
+        register: (registry) =>
+          registry
+            .register("trace", async (payload, ctx) => {
+              const key = (payload as { key: string }).key;
+              runs.push({
+                key,
+                taskId: ctx.taskId,
+                attempt: ctx.attempt,
+                parents: ctx.parentResults,
+              });
+              return { from: key };
+            })
+            // Fails (retryably) only once the node `payload.after` of its workflow died or was cancelled.
+            .register("fail_after", async (payload, ctx) => {
+              const after = (payload as { after: string }).after;
+              await expect
+                .poll(() => nodeStatus(ctx.taskId, after), { timeout: 60_000, interval: 50 })
+                .toMatch(/^(DEAD|CANCELLED)$/);
+              throw new Error(`failing after ${after} died`);
+            })
+            .register("refuse", async (payload, ctx) => {
+              // With `payload.while_running`: only once that node of its workflow is running.
+              const other = (payload as { while_running?: string } | null)?.while_running;
+              if (other) {
+                await expect
+                  .poll(() => nodeStatus(ctx.taskId, other), { timeout: 60_000, interval: 50 })
+                  .toBe("RUNNING");
+              }
+              throw new PermanentError("refused", { code: "refused" });
+            }),
+      },
+    },
   );
-  worker = await startWorker(fixture.config, systemClock, logger, {
-    register: (registry) =>
-      registry
-        .register("trace", async (payload, ctx) => {
-          const key = (payload as { key: string }).key;
-          runs.push({ key, taskId: ctx.taskId, attempt: ctx.attempt, parents: ctx.parentResults });
-          return { from: key };
-        })
-        // Fails (retryably) only once the node `payload.after` of its workflow died or was cancelled.
-        .register("fail_after", async (payload, ctx) => {
-          const after = (payload as { after: string }).after;
-          await expect
-            .poll(() => nodeStatus(ctx.taskId, after), { timeout: 60_000, interval: 50 })
-            .toMatch(/^(DEAD|CANCELLED)$/);
-          throw new Error(`failing after ${after} died`);
-        })
-        .register("refuse", async () => {
-          throw new PermanentError("refused", { code: "refused" });
-        }),
-  });
+  tenant = fixture.tenant;
 });
 
 afterAll(async () => {
-  await worker?.stop();
-  await roles?.stop();
   await fixture?.stop();
 });
 
@@ -216,7 +202,7 @@ describe("workflow runs", () => {
     const wf = await submit({
       fail_fast: true,
       nodes: [
-        { key: "bad", type: "refuse" },
+        { key: "bad", type: "refuse", payload: { while_running: "running" } },
         {
           key: "running",
           type: "fail_after",

@@ -15,6 +15,7 @@
  * once its lease expires).
  */
 
+import { setMaxListeners } from "node:events";
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
 import {
   classifyFailure,
@@ -82,7 +83,11 @@ export class Executor {
   constructor(
     private readonly deps: ExecutorDeps,
     private readonly options: ExecutorOptions,
-  ) {}
+  ) {
+    // Every running task listens for the stop (and removes its listener when done):
+    // as many listeners as the queue's concurrency is expected, not a leak.
+    setMaxListeners(0, this.stopping.signal);
+  }
 
   /** From now on, envelopes not yet started are left alone ("abandoned"); running ones go on. */
   drain(): void {
@@ -334,15 +339,14 @@ export class Executor {
 const isRefusedValue = (error: unknown): boolean =>
   error instanceof ChronofenceError && error.code === ErrorCode.Unprocessable;
 
+/** Resolves after `ms`, or at once when `signal` aborts; leaves no listener on the long-lived signal. */
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
   });
