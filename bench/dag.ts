@@ -20,6 +20,26 @@
  *     [--concurrency 8] [--submissions 3]
  * Uses its own database (chronofence_bench_dag) and Redis prefix; the API
  * runs with a 60 s statement timeout (see startApi).
+ *
+ * End-to-end mode (`--e2e`): the API, the dispatch roles
+ * (dispatcher,preloader,reconciler) and one worker run as child processes
+ * (as bench:e2e starts them, with their own topic prefix), one layered DAG of
+ * `noop` nodes (same shape flags) is submitted once, and GET
+ * /v1/workflows/{id} is polled every --poll-ms until the workflow is terminal
+ * or --deadline-s passes. Reported, from Postgres after the run:
+ *  - submission → last completion: the last tasks.completed_at minus the
+ *    instant the POST was sent (and the POST's own 201 time);
+ *  - per node with parents, against the latest completed_at of its parents:
+ *    release = tasks.run_at (the release sets it to its own now(), these
+ *    nodes have no delay; it runs in the last parent's completion
+ *    transaction with the same now(), so it is 0 by construction and only
+ *    checks that) and start = tasks.started_at (release commit + dispatch +
+ *    worker pick-up: the per-level release latency a user sees);
+ *    p50/p99/max over all such nodes and per level;
+ *  - nodes completed, and the workflow's final status.
+ *
+ *   npm run bench:dag -- --e2e [--json] [--levels 50] [--width 200]
+ *     [--parents 3] [--deadline-s 360] [--poll-ms 2000]
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import os from "node:os";
@@ -27,7 +47,18 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { releaseDependents } from "../node/src/adapters/pg/workflow-release.js";
-import { deleteBenchKeys, prepareBenchDatabase, root, waitForApi } from "./support.js";
+import { TOPICS } from "../node/src/domain/envelope.js";
+import {
+  deleteBenchKeys,
+  deleteKafkaRun,
+  prepareBenchDatabase,
+  readyMetricsPort,
+  root,
+  sleepMs,
+  spawnRoles,
+  stopChildren,
+  waitForApi,
+} from "./support.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -38,6 +69,9 @@ const { values: args } = parseArgs({
     concurrency: { type: "string", default: "8" },
     submissions: { type: "string", default: "3" },
     port: { type: "string", default: "18097" },
+    e2e: { type: "boolean", default: false },
+    "deadline-s": { type: "string", default: "360" },
+    "poll-ms": { type: "string", default: "2000" },
   },
 });
 
@@ -63,7 +97,7 @@ function prng(seed: number): () => number {
 
 const keyOf = (level: number, i: number) => `l${level}n${i}`;
 
-function layeredDag(): { nodes: unknown[] } {
+function layeredDag(type = "bench.noop"): { nodes: unknown[] } {
   const random = prng(42);
   const nodes: unknown[] = [];
   for (let level = 0; level < levels; level++) {
@@ -74,7 +108,7 @@ function layeredDag(): { nodes: unknown[] } {
       }
       nodes.push({
         key: keyOf(level, i),
-        type: "bench.noop",
+        type,
         payload: { level, i },
         depends_on: [...parents],
       });
@@ -295,7 +329,212 @@ function printSummary(r: {
   );
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+// ---- End-to-end mode (--e2e) ----
+
+const BROKERS = (process.env.KAFKA_BROKERS ?? "127.0.0.1:9092").split(",");
+const TOPIC_PREFIX = `bench-dag-${Date.now()}.`;
+/** The worker role's consumer groups (adapters/kafka/kafka-task-consumer.ts), deleted after the run. */
+const WORKER_GROUPS = TOPICS.map((kind) => `${TOPIC_PREFIX}chronofence-workers.${kind}`);
+
+const e2eChild = (roles: string, env: Record<string, string> = {}): ChildProcess =>
+  spawnRoles(roles, {
+    DATABASE_URL,
+    REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+    KAFKA_BROKERS: BROKERS.join(","),
+    CF_REDIS_PREFIX: REDIS_PREFIX,
+    CF_TOPIC_PREFIX: TOPIC_PREFIX,
+    CF_METRICS_PORT: "0",
+    CF_WORKER_METRICS_PORT: "0",
+    CF_PG_STATEMENT_TIMEOUT_MS: "60000",
+    CF_REQUEST_TIMEOUT_MS: "120000",
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "error",
+    ...env,
+  });
+
+interface NodeRow {
+  node_key: string;
+  status: string;
+  run_at_ms: number;
+  started_at_ms: number | null;
+  completed_at_ms: number | null;
+  parents_done_ms: number | null;
+}
+
+/** Every node of the workflow with its task's times and its parents' latest completion. */
+async function readNodes(db: pg.Client, workflowId: string): Promise<NodeRow[]> {
+  const result = await db.query(
+    `WITH t AS (
+       SELECT n.task_id, n.node_key, ts.status, ts.run_at, ts.started_at, ts.completed_at
+         FROM workflow_nodes n JOIN tasks ts ON ts.id = n.task_id
+        WHERE n.workflow_id = $1 AND ts.workflow_id = $1),
+     p AS (
+       SELECT e.child_task_id, max(pt.completed_at) AS parents_done
+         FROM workflow_edges e JOIN t pt ON pt.task_id = e.parent_task_id
+        WHERE e.workflow_id = $1 GROUP BY e.child_task_id)
+     SELECT t.node_key, t.status,
+            extract(epoch FROM t.run_at) * 1000 AS run_at_ms,
+            extract(epoch FROM t.started_at) * 1000 AS started_at_ms,
+            extract(epoch FROM t.completed_at) * 1000 AS completed_at_ms,
+            extract(epoch FROM p.parents_done) * 1000 AS parents_done_ms
+       FROM t LEFT JOIN p ON p.child_task_id = t.task_id`,
+    [workflowId],
+  );
+  const num = (v: unknown) => (v === null ? null : Number(v));
+  return result.rows.map((r) => ({
+    node_key: r.node_key,
+    status: r.status,
+    run_at_ms: Number(r.run_at_ms),
+    started_at_ms: num(r.started_at_ms),
+    completed_at_ms: num(r.completed_at_ms),
+    parents_done_ms: num(r.parents_done_ms),
+  }));
+}
+
+function releaseLatencies(rows: readonly NodeRow[]) {
+  const release: number[] = [];
+  const start: number[] = [];
+  const perLevel = new Map<number, { release: number[]; start: number[] }>();
+  for (const row of rows) {
+    if (row.parents_done_ms === null) continue; // a root, or a parent not completed
+    const level = Number(/^l(\d+)/.exec(row.node_key)![1]);
+    const bucket = perLevel.get(level) ?? { release: [], start: [] };
+    perLevel.set(level, bucket);
+    release.push(row.run_at_ms - row.parents_done_ms);
+    bucket.release.push(row.run_at_ms - row.parents_done_ms);
+    if (row.started_at_ms !== null) {
+      start.push(row.started_at_ms - row.parents_done_ms);
+      bucket.start.push(row.started_at_ms - row.parents_done_ms);
+    }
+  }
+  const levelsOut = [...perLevel.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([level, b]) => ({
+      level,
+      nodes: b.start.length,
+      release: stats(b.release),
+      start: stats(b.start),
+    }));
+  return { release: stats(release), start: stats(start), per_level: levelsOut };
+}
+
+async function mainE2e(): Promise<void> {
+  const loadBefore = os.loadavg().map((l) => Math.round(l * 100) / 100);
+  const deadlineS = Number(args["deadline-s"]);
+  const pollMs = Number(args["poll-ms"]);
+  const { apiKey } = await prepareBenchDatabase(DATABASE_URL, [
+    "tasks",
+    "idempotency_keys",
+    "audit_log",
+    "leases",
+    "workflow_edges",
+    "workflow_nodes",
+    "workflows",
+  ]);
+  const dag = layeredDag("noop");
+  const body = JSON.stringify(dag);
+  const children: ChildProcess[] = [];
+  const db = new pg.Client({ connectionString: DATABASE_URL });
+  await db.connect();
+  try {
+    const api = e2eChild("api", { PORT: String(args.port) });
+    children.push(api);
+    await waitForApi(api, baseUrl, 300);
+    const dispatcher = e2eChild("dispatcher,preloader,reconciler");
+    children.push(dispatcher);
+    await readyMetricsPort(dispatcher, "dispatcher");
+    const worker = e2eChild("worker");
+    children.push(worker);
+    await readyMetricsPort(worker, "worker");
+    if (!args.json) console.log(`roles ready; submitting ${dag.nodes.length} nodes`);
+
+    const submittedMs = Date.now();
+    const { id, ms: submitMs } = await submit(apiKey, body);
+    const deadlineMs = submittedMs + deadlineS * 1000;
+    let status = "RUNNING";
+    let pending = dag.nodes.length;
+    let timedOut = false;
+    for (;;) {
+      const res = await fetch(`${baseUrl}/v1/workflows/${id}`, {
+        headers: { authorization: `Bearer ${apiKey}` },
+      });
+      if (res.ok) {
+        const view = (await res.json()) as {
+          status: string;
+          pending_nodes: number;
+          finished_at: string | null;
+        };
+        status = view.status;
+        pending = view.pending_nodes;
+        if (view.finished_at !== null) break;
+      } else await res.text();
+      if (Date.now() >= deadlineMs) {
+        timedOut = true;
+        break;
+      }
+      if (!args.json)
+        console.log(
+          `  ${Math.round((Date.now() - submittedMs) / 1000)} s: ${status}, ${pending} pending`,
+        );
+      await sleepMs(pollMs);
+    }
+    const rows = await readNodes(db, id);
+    const completed = rows.filter((r) => r.status === "COMPLETED");
+    const lastCompletionMs = Math.max(...completed.map((r) => r.completed_at_ms!));
+    const byStatus: Record<string, number> = {};
+    for (const r of rows) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
+    const report = {
+      benchmark: "dag-e2e",
+      node: process.version,
+      cpus: `${os.cpus().length} x ${os.cpus()[0]?.model ?? "?"}`,
+      load_average_before: loadBefore,
+      load_average_after: os.loadavg().map((l) => Math.round(l * 100) / 100),
+      dag: {
+        nodes: dag.nodes.length,
+        levels,
+        width,
+        parents_per_node: parentsPerNode,
+        body_bytes: body.length,
+      },
+      submission_ms: round(submitMs),
+      submission_to_last_completion_s:
+        completed.length === 0 ? null : round((lastCompletionMs - submittedMs) / 1000),
+      workflow_status: status,
+      timed_out: timedOut,
+      deadline_s: deadlineS,
+      nodes_completed: completed.length,
+      nodes_by_status: byStatus,
+      ...releaseLatencies(rows),
+    };
+    if (!args.json) {
+      console.log(
+        `DAG e2e: ${report.dag.nodes} noop nodes, ${levels} levels of ${width}, ${parentsPerNode} parents each; load average before ${loadBefore.join(" ")}, after ${report.load_average_after.join(" ")}`,
+      );
+      console.log(
+        `  submission (POST → 201) ${report.submission_ms} ms; submission → last completion ${report.submission_to_last_completion_s} s; workflow ${status}${timedOut ? ` (deadline ${deadlineS} s passed)` : ""}; completed ${completed.length}/${rows.length} ${JSON.stringify(byStatus)}`,
+      );
+      const line = (s: ReturnType<typeof stats>) =>
+        `p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms, max ${s.max_ms} ms`;
+      console.log(`  release (run_at − parents' last completed_at): ${line(report.release)}`);
+      console.log(`  start (started_at − parents' last completed_at): ${line(report.start)}`);
+      for (const l of report.per_level)
+        console.log(`    level ${l.level} (${l.nodes}): start ${line(l.start)}`);
+    }
+    if (args.json) console.log(JSON.stringify(report));
+  } finally {
+    await stopChildren(children);
+    await db.end();
+    await deleteKafkaRun(BROKERS, TOPIC_PREFIX, WORKER_GROUPS);
+    await deleteBenchKeys(REDIS_PREFIX);
+  }
+}
+
+(args.e2e ? mainE2e() : main()).then(
+  () => {
+    if (args.e2e) process.exit(process.exitCode ?? 0);
+  },
+  (error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+    if (args.e2e) process.exit(1);
+  },
+);
