@@ -181,6 +181,10 @@ describe("fenced arm", () => {
     const a = await submit(60_000);
     let b = await submit(60_000);
     while (b.shard === a.shard) b = await submit(60_000);
+    // Earlier tests leave leases dated by their fake clock: these two shards start unleased.
+    await pool.query("DELETE FROM leases WHERE name = ANY($1)", [
+      [`shard:${a.shard}`, `shard:${b.shard}`],
+    ]);
     const leases = new PgLeaseStore(pool);
     const nowMs = Date.now();
     const epochA = await leases.acquire(`shard:${a.shard}`, "node-m", 60_000, nowMs);

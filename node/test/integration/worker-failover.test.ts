@@ -136,6 +136,8 @@ describe("worker failures", () => {
         backoff: { base_ms: 100, max_ms: 100 },
       });
       await runningOn(id, "victim");
+      // In the middle of the task: the endpoint has the first delivery and has not answered.
+      await expect.poll(() => requests.length, { timeout: 30_000, interval: 20 }).toBe(1);
       victim.process.kill("SIGKILL");
       await victim.exited;
       const survivor = await worker("survivor");
