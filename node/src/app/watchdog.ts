@@ -9,6 +9,7 @@ import { CronSchedule } from "../domain/cron.js";
 import { CanaryMonitor, deadMansSwitch } from "../domain/watchdog.js";
 import type { Clock } from "../ports/clock.js";
 import type { Alert, AlertSink, WatchdogApi } from "../ports/watchdog.js";
+import { MAX_HISTORY } from "./schedules.js";
 
 export interface WatchdogOptions {
   canaryType: string;
@@ -16,6 +17,11 @@ export interface WatchdogOptions {
   canaryDelayMs: number;
   canaryDeadlineMs: number;
   historyLimit: number;
+  /**
+   * The planner's look-ahead (CF_CRON_PLAN_AHEAD_MS): the newest occurrences of a schedule are
+   * the ones planned ahead, so this many more are read to reach the ones already due.
+   */
+  planAheadMs: number;
 }
 
 export const CANARY_ALERT = "canary";
@@ -91,12 +97,16 @@ export class Watchdog {
     const alerts: Alert[] = [];
     const nowMs = this.clock.nowMs();
     for (const s of await this.api.watchedSchedules()) {
-      const history = await this.api.history(s.id, this.options.historyLimit);
+      const cron = CronSchedule.parse(s.expression, s.timeZone);
+      const { historyLimit, planAheadMs } = this.options;
+      const plannedAhead = cron.between(nowMs, nowMs + planAheadMs, MAX_HISTORY).length;
+      const limit = Math.min(MAX_HISTORY, historyLimit + plannedAhead);
+      const history = await this.api.history(s.id, limit);
       const tripped = deadMansSwitch(
         {
           id: s.id,
           name: s.name,
-          cron: CronSchedule.parse(s.expression, s.timeZone),
+          cron,
           jitterMs: s.jitterMs,
           expectWithinMs: s.expectWithinMs,
           paused: s.paused,

@@ -53,6 +53,7 @@ export async function startWatchdog(
       canaryDelayMs: config.watchdogCanaryDelayMs,
       canaryDeadlineMs: config.watchdogCanaryDeadlineMs,
       historyLimit: 20,
+      planAheadMs: config.cronPlanAheadMs,
     },
     (error, what) => log.warn({ err: error }, `${what} failed`),
   );

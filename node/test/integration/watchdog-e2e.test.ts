@@ -55,10 +55,6 @@ beforeAll(async () => {
     CF_PRELOAD_INTERVAL_MS: "500",
     CF_RECONCILE_INTERVAL_MS: "500",
     CF_PLAN_INTERVAL_MS: "500",
-    // Short: the watchdog reads a schedule's newest `historyLimit` occurrences, planned
-    // ones included; with the default look-ahead a schedule every 2 s would have only
-    // future occurrences there and every check would say "no run recorded".
-    CF_CRON_PLAN_AHEAD_MS: "4000",
     CF_NODE_ID: "paused-dispatcher",
     HOST: "127.0.0.1",
     LOG_LEVEL: process.env.CF_TEST_LOG_LEVEL ?? "silent",
@@ -104,6 +100,9 @@ function watchdog() {
       canaryDelayMs: 100,
       canaryDeadlineMs: DEADLINE_MS,
       historyLimit: 20,
+      // The planner child runs with the default look-ahead (10 min: 300 occurrences of a
+      // schedule every 2 s are planned ahead of the ones the switch looks at).
+      planAheadMs: fixture.config.cronPlanAheadMs,
     },
     (error) => {
       throw error;

@@ -51,6 +51,7 @@ it("alerts on a canary that never completes and on a schedule that never complet
       canaryDelayMs: 50,
       canaryDeadlineMs: 1000,
       historyLimit: 20,
+      planAheadMs: 0,
     },
     (error) => {
       throw error;

@@ -86,6 +86,7 @@ beforeEach(() => {
       canaryDelayMs: 5 * SECOND,
       canaryDeadlineMs: 120 * SECOND,
       historyLimit: 20,
+      planAheadMs: 0,
     },
     () => undefined,
   );
