@@ -256,7 +256,9 @@ describe("reconciler", () => {
     expect(first.claimsReturned).toBeGreaterThanOrEqual(1);
     expect(first.rearmed).toBeGreaterThanOrEqual(1); // and the task of the fence test
     expect(first.leasesExpired).toBe(1);
-    expect(first.rehydrated).toBeGreaterThanOrEqual(3); // lost, stuck, and zombie's retry
+    // lost and stuck; the zombie's retry too, unless the lease expiry's own add reached Redis
+    // first (either way it is there: its score is checked below).
+    expect(first.rehydrated).toBeGreaterThanOrEqual(2);
     const stuckRow = await rowOf(stuck.id);
     expect(stuckRow.status).toBe("SCHEDULED");
     expect(BigInt(stuckRow.token)).toBeGreaterThan(BigInt(stuckToken));
