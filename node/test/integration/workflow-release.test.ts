@@ -382,15 +382,21 @@ describe("concurrent parent completions", () => {
       const started = new Promise<void>((resolve) => {
         secondStarted = resolve;
       });
-      // The first holds its transaction open until the second is blocked on the workflow lock.
+      let firstHolds!: () => void;
+      const holding = new Promise<void>((resolve) => {
+        firstHolds = resolve;
+      });
+      // The first holds its transaction open (and the workflow lock, taken by its release)
+      // until the second is blocked on that lock; the second starts only once the first holds it.
       const first = finishTask(c1, s.idOf.get("p1")!, "COMPLETED", {
         beforeCommit: async () => {
+          firstHolds();
           await started;
           await waitForLockWait(w, c2);
         },
       });
       const second = (async () => {
-        await new Promise((r) => setTimeout(r, 10));
+        await holding;
         const p = finishTask(c2, s.idOf.get("p2")!, "COMPLETED");
         secondStarted();
         return p;
