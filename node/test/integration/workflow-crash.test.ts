@@ -7,23 +7,21 @@
  * node COMPLETED once.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { Config } from "../../src/config/config.js";
 import { call, type TestTenant } from "./support/api.js";
 import { requireKafka } from "./support/kafka.js";
-import { type Pipeline, startPipeline } from "./support/pipeline.js";
-import { killRolesChildren, startRolesChild } from "./support/roles-child.js";
-import { TEST_REDIS_URL, withPg } from "./support/services.js";
+import { type Pipeline, startPipeline, workerChild } from "./support/pipeline.js";
+import { killRolesChildren } from "./support/roles-child.js";
+import { withPg } from "./support/services.js";
 
 const WORKER_LEASE_MS = 1500;
 
 let fixture: Pipeline;
-let config: Config;
 let tenant: TestTenant;
 
 beforeAll(async () => {
   await requireKafka();
   fixture = await startPipeline("workflow-crash", { reconcileIntervalMs: 300 }, { worker: false });
-  ({ config, tenant } = fixture);
+  ({ tenant } = fixture);
 });
 
 afterEach(() => killRolesChildren());
@@ -33,22 +31,7 @@ afterAll(async () => {
   await fixture?.stop();
 });
 
-const worker = (nodeId: string) =>
-  startRolesChild("worker", {
-    DATABASE_URL: fixture.db.url,
-    REDIS_URL: TEST_REDIS_URL,
-    CF_REDIS_PREFIX: config.redisKeyPrefix,
-    CF_TOPIC_PREFIX: config.topicPrefix,
-    CF_KAFKA_PARTITIONS: "2",
-    CF_WORKER_QUEUES: "standard",
-    CF_WORKER_METRICS_PORT: "0",
-    CF_WORKER_LEASE_MS: String(WORKER_LEASE_MS),
-    CF_WORKER_HEARTBEAT_MS: "300",
-    CF_WORKER_SESSION_TIMEOUT_MS: "6000",
-    CF_NODE_ID: nodeId,
-    HOST: "127.0.0.1",
-    LOG_LEVEL: process.env.CF_TEST_LOG_LEVEL ?? "silent",
-  });
+const worker = (nodeId: string) => workerChild(fixture, nodeId, WORKER_LEASE_MS);
 
 interface NodeRow {
   key: string;
