@@ -37,9 +37,30 @@ export const isOverdue = (task: ArmedTask, nowMs: number): boolean =>
 export const topicKindOf = (task: ArmedTask, nowMs: number): TopicKind =>
   isOverdue(task, nowMs) ? "overdue" : task.priority;
 
-/** The envelope text. Built by hand: the payload is already JSON. */
-export function envelopeJson(task: ArmedTask, dispatchedAtMs: number): string {
+/** Which dispatcher published an envelope, under which shard lease (informational). */
+export interface DispatchOrigin {
+  nodeId: string;
+  shard: number;
+  epoch: number;
+}
+
+/**
+ * The envelope text. Built by hand: the payload is already JSON.
+ *
+ * Where it came from travels in the envelope, not in Kafka headers: kafkajs
+ * encodes each header with two buffers of its own, which measured about half
+ * of its CPU per message (25 of 47 µs, 500-message batches).
+ */
+export function envelopeJson(
+  task: ArmedTask,
+  dispatchedAtMs: number,
+  origin?: DispatchOrigin,
+): string {
   const workflow = task.workflowId === null ? "" : `,"workflow_id":"${task.workflowId}"`;
+  const from =
+    origin === undefined
+      ? ""
+      : `,"dispatcher":${JSON.stringify(origin.nodeId)},"shard":${origin.shard},"shard_epoch":${origin.epoch}`;
   return (
     `{"v":${ENVELOPE_VERSION},"task_id":"${task.id}","tenant_id":"${task.tenantId}",` +
     `"type":${JSON.stringify(task.type)},"attempt":${task.attempt},` +
@@ -48,6 +69,6 @@ export function envelopeJson(task: ArmedTask, dispatchedAtMs: number): string {
     `"dispatched_at":"${new Date(dispatchedAtMs).toISOString()}",` +
     `"timeout_ms":${task.timeoutMs},` +
     `"idempotency_key":${task.idempotencyKey === null ? "null" : JSON.stringify(task.idempotencyKey)},` +
-    `"payload":${task.payloadJson}${workflow}}`
+    `"payload":${task.payloadJson}${workflow}${from}}`
   );
 }

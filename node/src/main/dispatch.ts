@@ -91,6 +91,7 @@ export async function startDispatchRoles(
     ...(roles.has("preloader") ? [PRELOAD_FAMILY] : []),
   ];
   let leases: LeaseManager | undefined;
+  const timers = wheelTimers(clock);
   const dispatcher = new Dispatcher(
     {
       store,
@@ -98,7 +99,7 @@ export async function startDispatchRoles(
       outbox,
       clock,
       metrics,
-      newTimers: () => wheelTimers(clock),
+      timers,
       holdsShard: (shard) => leases!.holdsShard(DISPATCH_FAMILY, shard),
       expireShard: (shard) => leases!.expire(DISPATCH_FAMILY, shard),
       onError,
@@ -201,6 +202,7 @@ export async function startDispatchRoles(
       await leases!.releaseAll().catch((error: unknown) => onError(error, "release leases"));
       await heartbeat.stop();
       await dispatcher.stopAll();
+      timers.close();
       await Promise.allSettled([publisher.close(), server.close()]);
       redis.disconnect();
       await pool.end().catch(() => undefined);

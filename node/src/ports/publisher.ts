@@ -5,7 +5,6 @@ export interface OutboundMessage {
   /** Kafka key: the tenant id, so a tenant's tasks keep their order within a partition. */
   key: string;
   value: string;
-  headers: Record<string, string>;
 }
 
 /** The transport the dispatcher publishes envelopes to (Kafka). */

@@ -149,7 +149,7 @@ describe("a paused dispatcher (SIGSTOP past its lease, then SIGCONT)", () => {
       (n) => n === 1,
     );
     const heldIds = new Set(held.map((h) => h.id));
-    const fromA = consumer.messages.filter((m) => m.headers["cf-dispatcher"] === a.nodeId);
+    const fromA = consumer.messages.filter((m) => m.envelope.dispatcher === a.nodeId);
     expect(fromA.filter((m) => heldIds.has(m.envelope.task_id))).toEqual([]);
     for (const h of held) expect(consumer.ofTask(h.id).length).toBeGreaterThanOrEqual(1);
     // What a armed before the pause was taken over under b's newer epoch.

@@ -53,7 +53,8 @@ export interface DispatcherDeps {
   outbox: Outbox;
   clock: Clock;
   metrics: DispatchMetrics;
-  newTimers: () => PreciseTimers;
+  /** One wheel for every shard of this process (see the header). */
+  timers: PreciseTimers;
   holdsShard: (shard: number) => boolean;
   expireShard: (shard: number) => void;
   onError: (error: unknown, what: string) => void;
@@ -61,7 +62,6 @@ export interface DispatcherDeps {
 
 interface Running {
   dispatcher: ShardDispatcher;
-  timers: PreciseTimers;
   adopted: boolean;
 }
 
@@ -98,17 +98,16 @@ export class Dispatcher {
 
   acquired(shard: number, epoch: number): void {
     void this.stopShard(shard);
-    const timers = this.deps.newTimers();
     const dispatcher = new ShardDispatcher(shard, epoch, this.options.nodeId, {
       hotTier: this.deps.hotTier,
       outbox: this.deps.outbox,
       clock: this.deps.clock,
       metrics: this.deps.metrics,
-      timers,
+      timers: this.deps.timers,
       holds: () => this.deps.holdsShard(shard),
       lost: () => this.deps.expireShard(shard),
     });
-    this.running.set(shard, { dispatcher, timers, adopted: false });
+    this.running.set(shard, { dispatcher, adopted: false });
   }
 
   lost(shard: number): void {
@@ -197,8 +196,6 @@ export class Dispatcher {
       await running.dispatcher.stop();
     } catch (error) {
       this.deps.onError(error, `give back shard ${shard}`);
-    } finally {
-      running.timers.close();
     }
   }
 }

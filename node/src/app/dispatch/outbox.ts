@@ -10,7 +10,7 @@
  * after a short pause, each task only while its shard's lease still holds —
  * otherwise it is dropped, and the shard's new owner publishes it.
  */
-import { type ArmedTask, envelopeJson, isOverdue, topicKindOf } from "../../domain/envelope.js";
+import { type ArmedTask, envelopeJson, topicKindOf } from "../../domain/envelope.js";
 import type { Clock } from "../../ports/clock.js";
 import type { DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
 import type { DispatchMetrics } from "../../ports/dispatch-metrics.js";
@@ -141,13 +141,11 @@ export class Outbox {
     return {
       kind: topicKindOf(task, nowMs),
       key: task.tenantId,
-      value: envelopeJson(task, nowMs),
-      headers: {
-        "cf-dispatcher": this.options.nodeId,
-        "cf-shard": String(item.shard),
-        "cf-shard-epoch": String(item.epoch),
-        ...(isOverdue(task, nowMs) && { "cf-overdue": "1" }),
-      },
+      value: envelopeJson(task, nowMs, {
+        nodeId: this.options.nodeId,
+        shard: item.shard,
+        epoch: item.epoch,
+      }),
     };
   }
 }

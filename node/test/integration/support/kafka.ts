@@ -47,13 +47,15 @@ export interface Envelope {
   idempotency_key: string | null;
   payload: unknown;
   workflow_id?: string;
+  dispatcher: string;
+  shard: number;
+  shard_epoch: number;
 }
 
 export interface Received {
   topic: string;
   key: string;
   envelope: Envelope;
-  headers: Record<string, string>;
   arrivedAtMs: number;
 }
 
@@ -96,13 +98,10 @@ export class TestConsumer {
     await this.consumer.run({
       eachMessage: async ({ topic, message }) => {
         const arrivedAtMs = Date.now();
-        const headers: Record<string, string> = {};
-        for (const [k, v] of Object.entries(message.headers ?? {})) headers[k] = String(v);
         this.messages.push({
           topic,
           key: message.key?.toString() ?? "",
           envelope: JSON.parse(message.value!.toString()) as Envelope,
-          headers,
           arrivedAtMs,
         });
       },

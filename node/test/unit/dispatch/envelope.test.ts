@@ -46,6 +46,15 @@ describe("envelope", () => {
     expect("workflow_id" in JSON.parse(envelopeJson(task, task.runAtMs))).toBe(false);
   });
 
+  it("names its dispatcher, shard and epoch when given them", () => {
+    const origin = { nodeId: 'node "a"', shard: 3, epoch: 7 };
+    expect(JSON.parse(envelopeJson(task, task.runAtMs, origin))).toMatchObject({
+      dispatcher: 'node "a"',
+      shard: 3,
+      shard_epoch: 7,
+    });
+  });
+
   it("goes to the priority's topic, or to overdue when later than the tenant's grace", () => {
     expect(topicKindOf(task, task.runAtMs + 5000)).toBe("bulk");
     expect(isOverdue(task, task.runAtMs + 5000)).toBe(false);

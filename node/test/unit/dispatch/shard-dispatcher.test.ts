@@ -135,7 +135,7 @@ function setup(options: { staleShards?: number[]; shards?: number[] } = {}) {
       outbox,
       clock,
       metrics,
-      newTimers: () => timers,
+      timers,
       holdsShard: () => holds,
       expireShard: (shard) => {
         lost.push(shard);
@@ -195,11 +195,10 @@ describe("shard dispatcher", () => {
     s.timers.fireDue();
     await flushed();
     expect(taskIdsOf(s.sent)).toEqual(["t0", "t1", "t2", "t3", "t4"]);
-    const headers = s.sent[0]!.headers;
-    expect(headers).toMatchObject({
-      "cf-dispatcher": "me",
-      "cf-shard": "3",
-      "cf-shard-epoch": "7",
+    expect(JSON.parse(s.sent[0]!.value)).toMatchObject({
+      dispatcher: "me",
+      shard: 3,
+      shard_epoch: 7,
     });
   });
 
