@@ -11,7 +11,7 @@
  *                fencing token each, only if lease (shard, me, E) is still
  *                current. Not fenced ⇒ we are stale: give the claims back,
  *                count it, and let the lease go.
- *     3. load    each armed task into this shard's Wasm wheel at its run_at;
+ *     3. load    each armed task into the Wasm wheel at its run_at;
  *                cancelled ids leave the wheel.
  *   when the wheel fires a task:
  *     4. check   wall clock ≥ run_at (else wait the rest: never early) and the
