@@ -29,8 +29,8 @@ export interface DispatchHotTier {
     lookaheadMs: number,
     claimTtlMs: number,
   ): Promise<ClaimBatch[]>;
-  /** Forgets claims that were published (or need nothing more). */
-  ack(shard: number, claims: readonly Claim[]): Promise<void>;
+  /** Forgets claims that were published (or need nothing more), of any shards, in one round trip. */
+  ack(claimsByShard: ReadonlyMap<number, readonly Claim[]>): Promise<void>;
   /** Puts claims back into due (the dispatcher gives them up). Returns how many were still claimed. */
   giveBack(shard: number, claims: readonly Claim[]): Promise<number>;
   /** Puts every claim whose expiry is at or before `expiredAtMs` back into due (null: all of them). */

@@ -87,11 +87,15 @@ export class RedisDispatchHotTier implements DispatchHotTier, CancelNotifier {
     });
   }
 
-  async ack(shard: number, claims: readonly Claim[]): Promise<void> {
-    if (claims.length === 0) return;
-    await this.run(() =>
-      this.redis.zrem(claimedKey(this.keyPrefix, shard), ...claims.map(memberOf)),
-    );
+  async ack(claimsByShard: ReadonlyMap<number, readonly Claim[]>): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    for (const [shard, claims] of claimsByShard) {
+      if (claims.length > 0) pipeline.zrem(claimedKey(this.keyPrefix, shard), ...claims.map(memberOf));
+    }
+    if (pipeline.length === 0) return;
+    const results = await this.run(() => pipeline.exec());
+    const failed = results?.find(([error]) => error !== null);
+    if (failed) throw unavailable(failed[0]);
   }
 
   async giveBack(shard: number, claims: readonly Claim[]): Promise<number> {

@@ -125,15 +125,14 @@ export class Outbox {
   private async ack(batch: OutgoingTask[]): Promise<void> {
     const byShard = new Map<number, Claim[]>();
     for (const { task, shard } of batch) {
-      const claims = byShard.get(shard) ?? [];
-      if (claims.length === 0) byShard.set(shard, claims);
-      claims.push({ taskId: task.id, runAtMs: task.runAtMs });
+      const claims = byShard.get(shard);
+      const claim = { taskId: task.id, runAtMs: task.runAtMs };
+      if (claims) claims.push(claim);
+      else byShard.set(shard, [claim]);
     }
-    for (const [shard, claims] of byShard) {
-      // A lost ack leaves a claim behind: returned later and re-armed under a
-      // newer epoch only (a duplicate at worst, which the worker's fence absorbs).
-      await this.hotTier.ack(shard, claims).catch((error) => this.options.onError(error, "ack"));
-    }
+    // A lost ack leaves a claim behind: returned later and re-armed under a
+    // newer epoch only (a duplicate at worst, which the worker's fence absorbs).
+    await this.hotTier.ack(byShard).catch((error) => this.options.onError(error, "ack"));
   }
 
   private messageOf(item: OutgoingTask, nowMs: number): OutboundMessage {

@@ -196,7 +196,7 @@ export class ShardDispatcher {
     const armedIds = new Set(armed.map((t) => t.id));
     // A duplicate of a task already in the wheel shares its claim: keep that one.
     const idle = claims.filter((c) => !armedIds.has(c.taskId) && !this.loaded.has(c.taskId));
-    await this.deps.hotTier.ack(this.shard, idle);
+    await this.deps.hotTier.ack(new Map([[this.shard, idle]]));
   }
 
   private notifyIdle(): void {
