@@ -90,7 +90,8 @@ export class RedisDispatchHotTier implements DispatchHotTier, CancelNotifier {
   async ack(claimsByShard: ReadonlyMap<number, readonly Claim[]>): Promise<void> {
     const pipeline = this.redis.pipeline();
     for (const [shard, claims] of claimsByShard) {
-      if (claims.length > 0) pipeline.zrem(claimedKey(this.keyPrefix, shard), ...claims.map(memberOf));
+      if (claims.length > 0)
+        pipeline.zrem(claimedKey(this.keyPrefix, shard), ...claims.map(memberOf));
     }
     if (pipeline.length === 0) return;
     const results = await this.run(() => pipeline.exec());
