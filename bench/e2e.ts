@@ -95,19 +95,28 @@ const log = (line: string) => {
   if (!args.json) console.log(line);
 };
 
+/** BENCH_PROFILE_DIR=dir: each role writes a V8 CPU profile there (node --cpu-prof). */
+const profileArgs = process.env.BENCH_PROFILE_DIR
+  ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
+  : [];
+
 const child = (roles: string, env: Record<string, string> = {}): ChildProcess =>
-  spawnRoles(roles, {
-    DATABASE_URL,
-    REDIS_URL,
-    KAFKA_BROKERS: BROKERS.join(","),
-    CF_REDIS_PREFIX: REDIS_PREFIX,
-    CF_TOPIC_PREFIX: TOPIC_PREFIX,
-    CF_METRICS_PORT: "0",
-    CF_WORKER_METRICS_PORT: "0",
-    // Lease hand-overs at shutdown are warnings; they would bury the report.
-    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "error",
-    ...env,
-  });
+  spawnRoles(
+    roles,
+    {
+      DATABASE_URL,
+      REDIS_URL,
+      KAFKA_BROKERS: BROKERS.join(","),
+      CF_REDIS_PREFIX: REDIS_PREFIX,
+      CF_TOPIC_PREFIX: TOPIC_PREFIX,
+      CF_METRICS_PORT: "0",
+      CF_WORKER_METRICS_PORT: "0",
+      // Lease hand-overs at shutdown are warnings; they would bury the report.
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "error",
+      ...env,
+    },
+    profileArgs,
+  );
 
 interface Roles {
   api: ChildProcess;

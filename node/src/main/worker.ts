@@ -116,13 +116,17 @@ export async function startWorker(
       },
     );
     executors.push(executor);
-    const limiter = new QueueLimiter(concurrencyOf(config, queue), config.workerTenantConcurrency);
+    const concurrency = concurrencyOf(config, queue);
+    const limiter = new QueueLimiter(concurrency, config.workerTenantConcurrency);
     const consumer = new KafkaTaskConsumer({
       brokers,
       clientId: `chronofence-${workerId}-${queue}`,
       topicPrefix: config.topicPrefix,
       kind: queue,
-      partitionsConcurrently: config.kafkaPartitions,
+      // Twice the slots: a message is ready the moment one frees, and a tenant at its cap
+      // holds back the fetch only once it fills the margin.
+      maxInFlight: concurrency * 2,
+      commitIntervalMs: 200,
       sessionTimeoutMs: config.workerSessionTimeoutMs,
       onError: (error) => onError(error, `kafka consumer ${queue}`),
     });

@@ -27,6 +27,11 @@ let tenant: TestTenant;
 let pool: PgPool;
 /** Every call of the `count` handler: task id → attempts seen. */
 const runs = new Map<string, number[]>();
+/** The `hold` handler runs until the test lets it go. */
+let releaseHold: () => void = () => undefined;
+const held = new Promise<void>((resolve) => {
+  releaseHold = resolve;
+});
 
 beforeAll(async () => {
   await requireKafka();
@@ -41,10 +46,15 @@ beforeAll(async () => {
     {
       worker: {
         register: (registry) =>
-          registry.register("count", async (_payload, ctx) => {
-            runs.set(ctx.taskId, [...(runs.get(ctx.taskId) ?? []), ctx.attempt]);
-            return { attempt: ctx.attempt };
-          }),
+          registry
+            .register("count", async (_payload, ctx) => {
+              runs.set(ctx.taskId, [...(runs.get(ctx.taskId) ?? []), ctx.attempt]);
+              return { attempt: ctx.attempt };
+            })
+            .register("hold", async () => {
+              await held;
+              return {};
+            }),
       },
     },
   );
@@ -131,6 +141,24 @@ describe("worker", () => {
       expect(row.started_ms).toBeGreaterThanOrEqual(task.runAtMs);
       expect(runs.get(task.id)).toEqual([1]);
     }
+  });
+
+  it("a task still running holds up none of the tasks behind it in its queue", async () => {
+    // Same tenant and priority: the same partition, fetched after the held one.
+    const slow = await submit({ type: "hold", delay_ms: 300, timeout_ms: 60_000 });
+    await expect
+      .poll(async () => (await rowOf(slow.id)).status, { timeout: 30_000 })
+      .toBe("RUNNING");
+    const behind = await Promise.all(
+      [0, 1, 2, 3, 4].map((i) => submit({ type: "count", delay_ms: 200 + i })),
+    );
+    // Well before the old fetch loop let them through (about 10 s, once the held batch's
+    // partition was handed over); well after they run here (under 1 s at load average 9).
+    for (const task of behind) await settled(task.id, 6000);
+    expect((await rowOf(slow.id)).status).toBe("RUNNING");
+    releaseHold();
+    await settled(slow.id);
+    expect((await rowOf(slow.id)).status).toBe("COMPLETED");
   });
 
   it("retries with backoff, then succeeds", async () => {

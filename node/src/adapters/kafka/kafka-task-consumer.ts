@@ -4,24 +4,32 @@
  * fetches, its own partitions in flight and its own concurrency — a flood of
  * bulk envelopes never sits in front of a critical one.
  *
- * Offsets: kafkajs auto-commits only offsets we resolve, and we resolve a
- * message only after its outcome is durable (Executor.execute resolved), and
- * only as a contiguous prefix of its partition: an offset is never committed
- * past a message whose outcome is not yet in Postgres. Messages of a batch
- * run concurrently (within the queue's limits); a crash re-delivers every
- * message after the last committed offset, and fenced starts skip the ones
- * already started.
+ * Messages are handed to the handler as they arrive and the fetch moves on
+ * at once, up to `maxInFlight` unfinished messages: kafkajs fetches again
+ * only once every batch of the last fetch was handled, so awaiting each
+ * outcome there would make one slow handler (or one busy tenant) hold up
+ * every partition of the queue, and make each fetch wait for a round trip
+ * to Postgres per message.
+ *
+ * Offsets: committed by us (kafkajs' resolveOffset only moves the fetch
+ * position here), every `commitIntervalMs`, and only up to a prefix of
+ * messages whose outcome is durable (offset-watermarks.ts): an offset is never
+ * committed past a message whose outcome is not yet in Postgres. A crash or
+ * a rebalance re-delivers every message after the last committed offset,
+ * and fenced starts skip the ones already started.
  */
 import { type Consumer, Kafka, logLevel } from "kafkajs";
 import { type TopicKind, topicName } from "../../domain/envelope.js";
+import { OffsetWatermarks } from "./offset-watermarks.js";
 
 export interface TaskConsumerOptions {
   brokers: string[];
   clientId: string;
   topicPrefix: string;
   kind: TopicKind;
-  /** Partitions of this topic processed at once by this process. */
-  partitionsConcurrently: number;
+  /** Messages handed to the handler and not finished yet, at most. */
+  maxInFlight: number;
+  commitIntervalMs: number;
   sessionTimeoutMs: number;
   onError: (error: unknown) => void;
 }
@@ -35,8 +43,16 @@ export type MessageHandler = (value: Buffer | null) => Promise<boolean>;
 
 export class KafkaTaskConsumer {
   private readonly consumer: Consumer;
+  private readonly topic: string;
+  private readonly watermarks = new OffsetWatermarks();
+  private inFlight = 0;
+  private roomWaiters: Array<() => void> = [];
+  private stopping = false;
+  private commitTimer: NodeJS.Timeout | undefined;
+  private committing: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: TaskConsumerOptions) {
+    this.topic = topicName(options.topicPrefix, options.kind);
     const kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
@@ -51,8 +67,12 @@ export class KafkaTaskConsumer {
       sessionTimeout: options.sessionTimeoutMs,
       heartbeatInterval: Math.max(100, Math.floor(options.sessionTimeoutMs / 5)),
       allowAutoTopicCreation: false,
+      // An idle fetch returns within this, so a message arriving meanwhile waits less.
+      maxWaitTimeInMs: 100,
     });
     this.consumer.on(this.consumer.events.CRASH, (event) => options.onError(event.payload.error));
+    // A new generation starts from the committed offsets: what was handed out before is re-delivered.
+    this.consumer.on(this.consumer.events.GROUP_JOIN, () => this.watermarks.reset());
   }
 
   /** Resolves once this member has joined its group and been given partitions to consume. */
@@ -65,47 +85,94 @@ export class KafkaTaskConsumer {
     });
     await this.consumer.connect();
     await this.consumer.subscribe({
-      topic: topicName(this.options.topicPrefix, this.options.kind),
+      topic: this.topic,
       // A new group starts at the beginning: envelopes published before any
       // worker existed still run.
       fromBeginning: true,
     });
     await this.consumer.run({
-      autoCommit: true,
-      autoCommitInterval: 200,
+      autoCommit: false,
       eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: this.options.partitionsConcurrently,
       eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-        const messages = batch.messages;
-        const done = new Array<boolean>(messages.length).fill(false);
-        let next = 0;
         const beat = setInterval(
           () => heartbeat().catch(() => undefined),
           Math.max(100, Math.floor(this.options.sessionTimeoutMs / 3)),
         );
         try {
-          await Promise.all(
-            messages.map(async (message, i) => {
-              // A revoked partition's messages belong to another member now.
-              if (!isRunning() || isStale()) return;
-              if (!(await handle(message.value))) return;
-              done[i] = true;
-              while (next < messages.length && done[next]) {
-                resolveOffset(messages[next]!.offset);
-                next++;
-              }
-            }),
-          );
+          for (const message of batch.messages) {
+            await this.room();
+            // A revoked partition's messages belong to another member now.
+            if (this.stopping || !isRunning() || isStale()) return;
+            this.hand(handle, batch.partition, message.offset, message.value);
+            resolveOffset(message.offset);
+          }
         } finally {
           clearInterval(beat);
         }
       },
     });
+    this.commitTimer = setInterval(() => void this.commit(), this.options.commitIntervalMs);
     await joined;
   }
 
-  /** Stops fetching; resolves when the batches in progress have returned and offsets are committed. */
+  /**
+   * Stops fetching; resolves once every message handed out has finished (the
+   * caller bounds that, by aborting its handlers), its offsets are committed
+   * and the consumer has left the group.
+   */
   async stop(): Promise<void> {
+    this.stopping = true;
+    this.consumer.pause([{ topic: this.topic }]);
+    this.wakeRoom();
+    await new Promise<void>((resolve) => {
+      const check = () => (this.inFlight === 0 ? resolve() : this.roomWaiters.push(check));
+      check();
+    });
+    clearInterval(this.commitTimer);
+    await this.commit();
     await this.consumer.disconnect().catch((error: unknown) => this.options.onError(error));
+  }
+
+  private hand(handle: MessageHandler, partition: number, offset: string, value: Buffer | null) {
+    const handout = this.watermarks.begin(partition, offset);
+    this.inFlight++;
+    void handle(value)
+      .then((durable) => {
+        if (durable) this.watermarks.done(handout);
+      })
+      .finally(() => {
+        this.inFlight--;
+        this.wakeRoom();
+      });
+  }
+
+  /** Waits while `maxInFlight` messages are unfinished: the fetch goes no further ahead. */
+  private async room(): Promise<void> {
+    while (this.inFlight >= this.options.maxInFlight && !this.stopping) {
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    }
+  }
+
+  private wakeRoom(): void {
+    const waiters = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /** One commit at a time; a failed one (a rebalance, a broker away) is tried again next time. */
+  private commit(): Promise<void> {
+    this.committing = this.committing.then(async () => {
+      const commits = this.watermarks.pending();
+      if (commits.length === 0) return;
+      try {
+        await this.consumer.commitOffsets(
+          commits.map((c) => ({ topic: this.topic, partition: c.partition, offset: c.offset })),
+        );
+        this.watermarks.committed(commits);
+      } catch (error) {
+        this.options.onError(error);
+      }
+    });
+    return this.committing;
   }
 }
