@@ -2,15 +2,17 @@
  * The pre-loader: for each shard whose `preload` lease this process holds,
  * copies SCHEDULED tasks due inside the hot window from Postgres into the
  * shard's due set. ZADD is idempotent, so running it again (or beside the
- * API's own adds) is always safe. It sweeps the whole window each time,
- * keyset-paginated; tasks are filtered to owned shards here, in Node (the
- * shard is a hash of tenant and id that Postgres does not store).
+ * API's own adds) is always safe. Each sweep reads the whole window of the
+ * owned shards only, keyset-paginated per shard: Postgres filters by the
+ * stored shard (tasks.hot_shard), through an index that leads with it. The
+ * shards are those owned when the sweep starts; adding to a shard lost
+ * meanwhile is as harmless as the API's own adds to any shard.
  */
-import { shardOf } from "../domain/shard.js";
 import type { Clock } from "../ports/clock.js";
 import type { DispatchHotTier } from "../ports/dispatch-hot-tier.js";
 import type { DispatchMetrics } from "../ports/dispatch-metrics.js";
-import type { DispatchStore, ScheduledEntry } from "../ports/dispatch-store.js";
+import type { DispatchStore } from "../ports/dispatch-store.js";
+import { sweepScheduled } from "./scheduled-sweep.js";
 
 export interface PreloaderOptions {
   hotWindowMs: number;
@@ -29,19 +31,19 @@ export class Preloader {
 
   /** One sweep; returns how many entries it (re-)added. */
   async sweep(): Promise<number> {
-    if (this.ownedShards().size === 0) return 0;
+    const shards = this.ownedShards();
+    if (shards.size === 0) return 0;
     const beforeMs = this.clock.nowMs() + this.options.hotWindowMs;
-    let after: ScheduledEntry | null = null;
-    let total = 0;
-    for (;;) {
-      const page = await this.store.scheduledBefore(beforeMs, after, this.options.pageSize);
-      const owned = this.ownedShards();
-      const mine = page.filter((e) => owned.has(shardOf(e.tenantId, e.taskId)));
-      await this.hotTier.addDue(mine);
-      total += mine.length;
-      if (page.length < this.options.pageSize) break;
-      after = page[page.length - 1]!;
-    }
+    const total = await sweepScheduled(
+      this.store,
+      beforeMs,
+      shards,
+      this.options.pageSize,
+      async (page) => {
+        await this.hotTier.addDue(page);
+        return page.length;
+      },
+    );
     this.metrics.preloaded(total);
     return total;
   }

@@ -23,8 +23,9 @@ import { HOT_SHARD_COUNT } from "../domain/shard.js";
 import type { Clock } from "../ports/clock.js";
 import type { DispatchHotTier } from "../ports/dispatch-hot-tier.js";
 import type { DispatchMetrics } from "../ports/dispatch-metrics.js";
-import type { DispatchStore, ScheduledEntry } from "../ports/dispatch-store.js";
+import type { DispatchStore } from "../ports/dispatch-store.js";
 import type { ExecutionStore } from "../ports/execution-store.js";
+import { sweepScheduled } from "./scheduled-sweep.js";
 
 export interface ReconcilerOptions {
   dispatchTimeoutMs: number;
@@ -101,13 +102,10 @@ export class Reconciler {
 
   private async rehydrate(): Promise<number> {
     const beforeMs = this.clock.nowMs() + this.options.rehydrateAheadMs;
-    let after: ScheduledEntry | null = null;
-    let total = 0;
-    for (;;) {
-      const page = await this.store.scheduledBefore(beforeMs, after, this.options.batchSize);
-      total += await this.hotTier.rehydrate(page);
-      if (page.length < this.options.batchSize) return total;
-      after = page[page.length - 1]!;
-    }
+    return sweepScheduled(this.store, beforeMs, ALL_SHARDS, this.options.batchSize, (page) =>
+      this.hotTier.rehydrate(page),
+    );
   }
 }
+
+const ALL_SHARDS = Array.from({ length: HOT_SHARD_COUNT }, (_, shard) => shard);

@@ -25,6 +25,7 @@ import { Reconciler } from "../app/reconciler.js";
 import type { Config } from "../config/config.js";
 import { DISPATCH_FAMILY, PRELOAD_FAMILY } from "../domain/fair-share.js";
 import type { Clock } from "../ports/clock.js";
+import type { DispatchStore } from "../ports/dispatch-store.js";
 import { uuidv7From } from "./ids.js";
 import { rolePgPool, roleRedis } from "./role-connections.js";
 
@@ -36,6 +37,11 @@ export interface RunningRoles {
   metricsPort: number;
   /** Graceful: stop claiming, publish or give back what is held, release every lease. */
   stop(): Promise<void>;
+}
+
+/** Seams for tests that need a role to misbehave on purpose (e.g. pause with an arm in flight). */
+export interface DispatchSeams {
+  wrapStore?: (store: DispatchStore) => DispatchStore;
 }
 
 export function defaultNodeId(): string {
@@ -50,6 +56,7 @@ export async function startDispatchRoles(
   clock: Clock,
   logger: Logger,
   roles: ReadonlySet<DispatchRole>,
+  seams: DispatchSeams = {},
 ): Promise<RunningRoles> {
   const nodeId = config.nodeId ?? defaultNodeId();
   const log = logger.child({ node: nodeId });
@@ -64,7 +71,8 @@ export async function startDispatchRoles(
   );
   const redis = roleRedis(config, onError);
   await redis.connect().catch((error: unknown) => onError(error, "redis connect"));
-  const store = new PgDispatchStore(pool);
+  const pgStore = new PgDispatchStore(pool);
+  const store = seams.wrapStore ? seams.wrapStore(pgStore) : pgStore;
   const hotTier = new RedisDispatchHotTier(redis, config.redisKeyPrefix);
   const metrics = new PromDispatchMetrics({ defaultMetrics: true });
 

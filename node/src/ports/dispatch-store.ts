@@ -30,6 +30,14 @@ export interface ScheduledEntry {
   tenantId: string;
   taskId: string;
   runAtMs: number;
+  /** Its hot-tier shard (shardOf), as stored with the task. */
+  shard: number;
+}
+
+/** Where one shard's sweep resumes: after this (run_at, id), or from its first task (null). */
+export interface ShardCursor {
+  shard: number;
+  after: { runAtMs: number; taskId: string } | null;
 }
 
 /** The cold tier as the dispatcher roles see it (all tenants). */
@@ -41,11 +49,15 @@ export interface DispatchStore {
    * Returns one result per batch, in order.
    */
   arm(batches: readonly ArmBatch[], nowMs: number): Promise<ArmResult[]>;
-  /** SCHEDULED tasks with run_at < beforeMs, in (run_at, id) order after `after`. */
+  /**
+   * For each cursor's shard, up to `limitPerShard` of its SCHEDULED tasks with
+   * run_at < beforeMs, the next ones in (run_at, id) order after the cursor;
+   * one statement for all the shards. Entries of different shards come in no set order.
+   */
   scheduledBefore(
     beforeMs: number,
-    after: { runAtMs: number; taskId: string } | null,
-    limit: number,
+    cursors: readonly ShardCursor[],
+    limitPerShard: number,
   ): Promise<ScheduledEntry[]>;
   /**
    * Sends ARMED tasks armed and due before `staleBeforeMs` back to SCHEDULED

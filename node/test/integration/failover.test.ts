@@ -3,8 +3,10 @@
  * processes (`chronofence run --roles dispatcher`); one is paused (SIGSTOP)
  * past its lease, or killed (SIGKILL). Every task is still published once
  * due, none early, and a resumed stale dispatcher publishes nothing for the
- * shards it lost.
+ * shards it lost; the arm it had in flight when paused (claimed under a valid
+ * lease, UPDATE not yet sent) changes 0 rows once it is sent, and is counted.
  */
+import { readFile } from "node:fs/promises";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config/config.js";
 import {
@@ -14,6 +16,7 @@ import {
   type TestApi,
   type TestTenant,
 } from "./support/api.js";
+import { bundleChild } from "./support/child.js";
 import { newTopicPrefix, requireKafka, TestConsumer } from "./support/kafka.js";
 import { killRolesChildren, startRolesChild } from "./support/roles-child.js";
 import { TEST_REDIS_URL, type TestDatabase, withPg } from "./support/services.js";
@@ -28,9 +31,11 @@ let config: Config;
 let api: TestApi;
 let consumer: TestConsumer;
 let tenant: TestTenant;
+let dispatchChild: Awaited<ReturnType<typeof bundleChild>>;
 
 beforeAll(async () => {
   await requireKafka();
+  dispatchChild = await bundleChild("dispatch-child");
   fixture = await startApiFixture({ topicPrefix: newTopicPrefix("failover") });
   ({ db, config, api, tenant } = fixture);
   consumer = new TestConsumer(config.topicPrefix);
@@ -43,27 +48,63 @@ afterAll(async () => {
   killRolesChildren();
   await consumer?.stop();
   await fixture?.stop();
+  await dispatchChild?.cleanup();
 });
 
-const dispatcher = () =>
-  startRolesChild("dispatcher", {
-    DATABASE_URL: db.url,
-    REDIS_URL: TEST_REDIS_URL,
-    CF_REDIS_PREFIX: config.redisKeyPrefix,
-    CF_TOPIC_PREFIX: config.topicPrefix,
-    CF_KAFKA_PARTITIONS: "2",
-    CF_METRICS_PORT: "0",
-    HOST: "127.0.0.1",
-    CF_HORIZON_DAYS: "7",
-    CF_RETENTION_DAYS: "2",
-    CF_LEASE_TTL_MS: String(LEASE_TTL_MS),
-    CF_LEASE_HEARTBEAT_MS: String(HEARTBEAT_MS),
-    CF_LEASE_SAFETY_MARGIN_MS: "400",
-    CF_CLAIM_INTERVAL_MS: "50",
-    CF_CLAIM_LOOKAHEAD_MS: "1000",
-    CF_DISPATCH_DRAIN_MS: "1500",
-    LOG_LEVEL: process.env.CF_TEST_LOG_LEVEL ?? "silent",
-  });
+const dispatcherEnv = () => ({
+  DATABASE_URL: db.url,
+  REDIS_URL: TEST_REDIS_URL,
+  CF_REDIS_PREFIX: config.redisKeyPrefix,
+  CF_TOPIC_PREFIX: config.topicPrefix,
+  CF_KAFKA_PARTITIONS: "2",
+  CF_METRICS_PORT: "0",
+  HOST: "127.0.0.1",
+  CF_HORIZON_DAYS: "7",
+  CF_RETENTION_DAYS: "2",
+  CF_LEASE_TTL_MS: String(LEASE_TTL_MS),
+  CF_LEASE_HEARTBEAT_MS: String(HEARTBEAT_MS),
+  CF_LEASE_SAFETY_MARGIN_MS: "400",
+  CF_CLAIM_INTERVAL_MS: "50",
+  CF_CLAIM_LOOKAHEAD_MS: "1000",
+  CF_DISPATCH_DRAIN_MS: "1500",
+  LOG_LEVEL: process.env.CF_TEST_LOG_LEVEL ?? "silent",
+});
+
+const dispatcher = () => startRolesChild("dispatcher", dispatcherEnv());
+
+/** A dispatcher that, after SIGUSR2, stops itself with its next arm in flight (support/dispatch-child.ts). */
+const trappedDispatcher = () =>
+  startRolesChild("dispatcher", dispatcherEnv(), { script: dispatchChild.file });
+
+/** The state letter of /proc/<pid>/stat: "T" once stopped. */
+async function processState(pid: number): Promise<string> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+  return stat.charAt(stat.lastIndexOf(")") + 2);
+}
+
+interface ArmLine {
+  shard: number;
+  epoch: number;
+  ids: string[];
+  fenced?: boolean;
+  armed?: number;
+}
+
+const armLines = (match: RegExpExecArray): ArmLine[] => JSON.parse(match[1]!);
+
+/** What any write to these rows would change, xmin first (a rewrite with equal values changes it too). */
+const rowsOf = (ids: readonly string[]) =>
+  withPg(
+    db.url,
+    async (c) =>
+      (
+        await c.query(
+          `SELECT id, xmin::text AS xmin, status, fencing_token::text AS token,
+                  dispatch_epoch::int AS epoch FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id`,
+          [ids],
+        )
+      ).rows,
+  );
 
 /** Live shard leases by owner. */
 const shardOwners = () =>
@@ -106,12 +147,11 @@ const allPublished = (tasks: Array<{ id: string }>) => () => {
 };
 
 describe("a paused dispatcher (SIGSTOP past its lease, then SIGCONT)", () => {
-  it("publishes nothing for the shards it lost, and nothing it armed survives under its old epoch", async () => {
-    const a = await dispatcher();
+  it("publishes nothing for the shards it lost, nothing it armed survives under its old epoch, and its arm in flight changes 0 rows, counted", async () => {
+    const a = await trappedDispatcher();
     await waitUntil("a holds 16 shards", shardOwners, (o) => o[a.nodeId] === 16);
     const tasks = await submitSpread(30, 1500, 100, "paused");
-    // Wait until a holds armed tasks in its wheel that are not due for a while yet.
-    const held = await waitUntil(
+    await waitUntil(
       "a has armed tasks not yet due",
       () =>
         withPg(
@@ -119,19 +159,67 @@ describe("a paused dispatcher (SIGSTOP past its lease, then SIGCONT)", () => {
           async (c) =>
             (
               await c.query(
-                `SELECT id, dispatch_shard AS shard, dispatch_epoch::int AS epoch FROM tasks
-                WHERE type = 'paused' AND status = 'ARMED' AND run_at > now() + interval '300 milliseconds'`,
+                `SELECT count(*)::int AS n FROM tasks
+                  WHERE type = 'paused' AND status = 'ARMED' AND run_at > now() + interval '300 milliseconds'`,
               )
-            ).rows as Array<{ id: string; shard: number; epoch: number }>,
+            ).rows[0].n as number,
         ),
-      (rows) => rows.length >= 3,
+      (n) => n >= 3,
     );
-    a.process.kill("SIGSTOP");
+    // Pause a between claim and arm: it claimed under a lease valid at the time (rule 2 held),
+    // and the fenced UPDATE goes out only after SIGCONT. Tasks due within the claim lookahead
+    // make sure there is a next claim.
+    a.process.kill("SIGUSR2");
+    await a.printed(/^TRAP SET$/);
+    tasks.push(...(await submitSpread(5, 900, 0, "paused")));
+    const inFlight = armLines(await a.printed(/^STOPPING BEFORE ARM (.*)$/));
+    await waitUntil(
+      "a is stopped",
+      () => processState(a.process.pid!),
+      (s) => s === "T",
+    );
+    const stoppedAtMs = Date.now();
+    const inFlightIds = inFlight.flatMap((b) => b.ids);
+    expect(inFlightIds.length).toBeGreaterThan(0);
+    // What a holds in its wheels: armed, and not due before it stopped (never early), so not published by it.
+    const held = await withPg(
+      db.url,
+      async (c) =>
+        (
+          await c.query(
+            `SELECT id, dispatch_shard AS shard, dispatch_epoch::int AS epoch FROM tasks
+              WHERE type = 'paused' AND status = 'ARMED' AND run_at > $1::timestamptz`,
+            [new Date(stoppedAtMs).toISOString()],
+          )
+        ).rows as Array<{ id: string; shard: number; epoch: number }>,
+    );
+    expect(held.length).toBeGreaterThan(0);
+
     const b = await dispatcher();
     await expect.poll(allPublished(tasks), { timeout: 20_000 }).toBe(true);
     expect((await shardOwners())[b.nodeId]).toBe(16);
+    // b adopted a's claims, armed them under its newer epochs and published them; nothing
+    // touches these rows any more (no worker, no reconciler), unless a's stale arm does.
+    const beforeResume = await rowsOf(inFlightIds);
+    const aEpochOf = new Map(inFlight.flatMap((b) => b.ids.map((id) => [id, b.epoch] as const)));
+    for (const row of beforeResume) {
+      expect(row.status).toBe("ARMED");
+      expect(row.epoch).toBeGreaterThan(aEpochOf.get(row.id)!);
+    }
 
     a.process.kill("SIGCONT");
+    const answered = await waitUntil(
+      "a's in-flight arm answered",
+      () => a.lines(/^ARM AFTER RESUME (.*)$/).flatMap(armLines),
+      (lines) => inFlightIds.every((id) => lines.some((l) => l.ids.includes(id))),
+    );
+    // The stale fence joined no lease row: the UPDATE armed nothing and wrote no row.
+    for (const line of answered) expect(line).toMatchObject({ fenced: false, armed: 0 });
+    expect(await rowsOf(inFlightIds)).toEqual(beforeResume);
+    await expect
+      .poll(() => a.metric("cf_dispatch_stale_epoch_rejections_total", 'where="db"'))
+      .toBeGreaterThanOrEqual(inFlightIds.length);
+
     // Resumed: a has run a heartbeat (its membership lease is live again) and knows what it lost.
     await waitUntil(
       "a's membership lease is live again",
@@ -151,6 +239,7 @@ describe("a paused dispatcher (SIGSTOP past its lease, then SIGCONT)", () => {
     const heldIds = new Set(held.map((h) => h.id));
     const fromA = consumer.messages.filter((m) => m.envelope.dispatcher === a.nodeId);
     expect(fromA.filter((m) => heldIds.has(m.envelope.task_id))).toEqual([]);
+    expect(fromA.filter((m) => inFlightIds.includes(m.envelope.task_id))).toEqual([]);
     for (const h of held) expect(consumer.ofTask(h.id).length).toBeGreaterThanOrEqual(1);
     // What a armed before the pause was taken over under b's newer epoch.
     const epochs = await withPg(
@@ -167,8 +256,11 @@ describe("a paused dispatcher (SIGSTOP past its lease, then SIGCONT)", () => {
     for (const row of epochs) expect(row.epoch).toBeGreaterThan(oldEpoch.get(row.id)!);
     // It learnt that it lost its shards (refused renewal, local expiry or a fenced write).
     expect(await a.metric("cf_lease_events_total", 'event="lost"')).toBeGreaterThanOrEqual(16);
+    // Any other arm it started after resuming was refused as well.
+    for (const line of a.lines(/^ARM AFTER RESUME (.*)$/).flatMap(armLines))
+      expect(line).toMatchObject({ fenced: false, armed: 0 });
     expectAllPublishedNoneEarly(tasks);
-  });
+  }, 60_000);
 });
 
 describe("failover", () => {

@@ -5,6 +5,7 @@ import type {
   ArmResult,
   DispatchStore,
   ScheduledEntry,
+  ShardCursor,
 } from "../../ports/dispatch-store.js";
 import { fromPgError } from "./errors.js";
 import type { PgPool } from "./pool.js";
@@ -69,20 +70,23 @@ export class PgDispatchStore implements DispatchStore {
 
   async scheduledBefore(
     beforeMs: number,
-    after: { runAtMs: number; taskId: string } | null,
-    limit: number,
+    cursors: readonly ShardCursor[],
+    limitPerShard: number,
   ): Promise<ScheduledEntry[]> {
+    if (cursors.length === 0) return [];
     try {
       const result = await this.pool.query(SCHEDULED_BEFORE, [
         isoOf(beforeMs),
-        after?.runAtMs ?? null,
-        after?.taskId ?? null,
-        limit,
+        cursors.map((c) => c.shard),
+        cursors.map((c) => c.after?.runAtMs ?? null),
+        cursors.map((c) => c.after?.taskId ?? null),
+        limitPerShard,
       ]);
       return result.rows.map((row) => ({
         taskId: row.id,
         tenantId: row.tenant_id,
         runAtMs: Math.round(row.run_at_ms),
+        shard: row.shard,
       }));
     } catch (error) {
       throw fromPgError(error, "sweep scheduled tasks");

@@ -1,3 +1,4 @@
+import { shardOf } from "../../domain/shard.js";
 import { CANCELLABLE_STATUSES, type Task } from "../../domain/task.js";
 import type {
   CancelOutcome,
@@ -108,6 +109,7 @@ export function encodeRow(row: InsertRequest, ord: number): string {
   const { draft, requestHash, apiKeyId, requestId } = row;
   return (
     `{"ord":${ord},"id":"${draft.id}","tenant_id":"${draft.tenantId}",` +
+    `"hot_shard":${shardOf(draft.tenantId, draft.id)},` +
     `"type":${JSON.stringify(draft.type)},"payload":${draft.payloadJson},` +
     `"priority":"${draft.priority}","run_at_ms":${draft.runAtMs},` +
     `"max_attempts":${draft.maxAttempts},"timeout_ms":${draft.timeoutMs},` +

@@ -1,4 +1,4 @@
-/** Bundles support/api-child.ts (TypeScript) into plain ESM once, and runs it as a real process. */
+/** Bundles a support child (api-child.ts, dispatch-child.ts: TypeScript) into plain ESM once, and runs it as a real process. */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
@@ -7,14 +7,18 @@ import { fileURLToPath } from "node:url";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "../../../..");
 
+export const bundleApiChild = () => bundleChild("api-child");
+
 /** Writes the bundle inside the repo (under .cache/, git-ignored) so node_modules resolve. */
-export async function bundleApiChild(): Promise<{ file: string; cleanup: () => Promise<void> }> {
+export async function bundleChild(
+  name: "api-child" | "dispatch-child",
+): Promise<{ file: string; cleanup: () => Promise<void> }> {
   const { build } = await import("rolldown");
-  const dir = path.join(repoRoot, ".cache", `api-child-${process.pid}-${Date.now()}`);
+  const dir = path.join(repoRoot, ".cache", `${name}-${process.pid}-${Date.now()}`);
   await mkdir(dir, { recursive: true });
-  const file = path.join(dir, "api-child.mjs");
+  const file = path.join(dir, `${name}.mjs`);
   await build({
-    input: path.join(here, "api-child.ts"),
+    input: path.join(here, `${name}.ts`),
     platform: "node",
     external: (id) => !id.startsWith(".") && !path.isAbsolute(id),
     output: { file, format: "esm" },

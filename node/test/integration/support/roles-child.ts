@@ -1,4 +1,8 @@
-/** `chronofence run --roles ...` (the built CLI in dist/) as a real child process, for tests that kill or pause it. */
+/**
+ * `chronofence run --roles ...` (the built CLI in dist/) as a real child
+ * process, for tests that kill or pause it; or, with `script`, a bundled
+ * support child that prints the same `ready` line (support/dispatch-child.ts).
+ */
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,6 +17,10 @@ export interface RolesChild {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Sum of a metric's series (those whose labels contain `labels`, if given). */
   metric(name: string, labels?: string): Promise<number>;
+  /** The first stdout line matching `pattern`, once printed (now or later). */
+  printed(pattern: RegExp): Promise<RegExpExecArray>;
+  /** Every stdout line printed so far that matches `pattern`. */
+  lines(pattern: RegExp): RegExpExecArray[];
 }
 
 const live = new Set<ChildProcess>();
@@ -28,8 +36,10 @@ export function killRolesChildren(): void {
 export async function startRolesChild(
   roles: string,
   env: Record<string, string>,
+  options: { script?: string } = {},
 ): Promise<RolesChild> {
-  const child = spawn(process.execPath, [CLI, "run", "--roles", roles], {
+  const args = options.script ? [options.script] : [CLI, "run", "--roles", roles];
+  const child = spawn(process.execPath, args, {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", process.env.CF_TEST_LOG_LEVEL ? "inherit" : "ignore"],
   });
@@ -40,22 +50,44 @@ export async function startRolesChild(
       resolve({ code, signal });
     }),
   );
-  const ready = await new Promise<{ nodeId: string; metricsPort: number }>((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /ready (\S+) roles=\S+ metrics_port=(\d+)/.exec(out);
-      if (match) resolve({ nodeId: match[1]!, metricsPort: Number(match[2]) });
-    });
-    exited.then(({ code, signal }) =>
-      reject(new Error(`chronofence run --roles ${roles} exited early (${code ?? signal})`)),
-    );
+  const output: string[] = [];
+  let partial = "";
+  const watchers = new Set<() => void>();
+  child.stdout!.on("data", (chunk: Buffer) => {
+    const text = partial + chunk.toString();
+    const complete = text.split("\n");
+    partial = complete.pop()!;
+    output.push(...complete);
+    for (const check of watchers) check();
   });
+  const lines = (pattern: RegExp) =>
+    output.map((line) => pattern.exec(line)).filter((m): m is RegExpExecArray => m !== null);
+  const printed = (pattern: RegExp) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const check = () => {
+        const [match] = lines(pattern);
+        if (!match) return;
+        watchers.delete(check);
+        resolve(match);
+      };
+      watchers.add(check);
+      check();
+      exited.then(({ code, signal }) =>
+        reject(
+          new Error(`${args.join(" ")} exited (${code ?? signal}) before printing ${pattern}`),
+        ),
+      );
+    });
+  const ready = await printed(/^ready (\S+) roles=\S+ metrics_port=(\d+)/);
+  const metricsPort = Number(ready[2]);
   return {
     process: child,
-    ...ready,
+    nodeId: ready[1]!,
+    metricsPort,
     exited,
-    metric: (name, labels) => scrape(ready.metricsPort, name, labels),
+    metric: (name, labels) => scrape(metricsPort, name, labels),
+    printed,
+    lines,
   };
 }
 

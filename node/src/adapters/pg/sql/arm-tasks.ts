@@ -65,19 +65,35 @@ SELECT ARRAY(SELECT shard FROM fence) AS fenced_shards, a.*, tn.grace_ms
   LEFT JOIN tenants tn ON tn.id = a.tenant_id`;
 
 /**
- * scheduled-before: $1 before timestamptz, $2 after_run_at_ms (or NULL), $3 after_id, $4 limit
- * → SCHEDULED tasks with run_at < before, keyset-paginated by (run_at, id).
- * `before` is a plain parameter so partitions after it are pruned at plan time.
+ * scheduled-before: $1 before timestamptz, $2 shards int[], and per shard its cursor:
+ * $3 after_run_at_ms float8[], $4 after_id uuid[] (NULLs: from the start); $5 limit per shard
+ * → per shard, the next (at most `limit`) SCHEDULED tasks with run_at < before after its
+ *   cursor, in (run_at, id) order, with the shard.
+ *
+ * Plan: per shard, one range scan of tasks_scheduled_shard_run_at_idx
+ * (hot_shard, run_at, id) that stops at the limit; the partitions are read in
+ * run_at order (an ordered Append, no sort). `before` is a plain parameter so
+ * the partitions after it are pruned at plan time. The cursor is coalesced to
+ * (-infinity, nil uuid) rather than OR-ed with IS NULL, which keeps it an
+ * index condition.
  */
 export const SCHEDULED_BEFORE = `
-SELECT id, tenant_id, (extract(epoch FROM run_at) * 1000)::float8 AS run_at_ms
-  FROM tasks
- WHERE status = 'SCHEDULED'
-   AND run_at < $1::timestamptz
-   AND ($2::float8 IS NULL
-        OR (run_at, id) > (timestamptz 'epoch' + $2 * interval '1 millisecond', $3::uuid))
- ORDER BY run_at, id
- LIMIT $4`;
+SELECT t.hot_shard AS shard, t.id, t.tenant_id,
+       (extract(epoch FROM t.run_at) * 1000)::float8 AS run_at_ms
+  FROM unnest($2::int[], $3::float8[], $4::uuid[]) AS c (shard, after_run_at_ms, after_id)
+ CROSS JOIN LATERAL (
+   SELECT s.hot_shard, s.id, s.tenant_id, s.run_at
+     FROM tasks s
+    WHERE s.status = 'SCHEDULED'
+      AND s.hot_shard = c.shard
+      AND s.run_at < $1::timestamptz
+      AND (s.run_at, s.id) >
+          (coalesce(timestamptz 'epoch' + c.after_run_at_ms * interval '1 millisecond',
+                    timestamptz '-infinity'),
+           coalesce(c.after_id, '00000000-0000-0000-0000-000000000000'::uuid))
+    ORDER BY s.run_at, s.id
+    LIMIT $5
+ ) t`;
 
 /**
  * rearm-stale: $1 stale_before timestamptz, $2 now_ms, $3 limit → count of tasks sent
