@@ -1,40 +1,62 @@
 /**
- * Coalesces calls made in the same turn of the event loop into one
- * statement: a worker running many short tasks starts (and completes) them
- * with one round trip and one plan per batch instead of one per task. Each
- * caller gets its own answer or its own error; a batch that fails as a whole
- * fails each of its callers, who retry as they would a statement of their own.
+ * Coalesces calls into few statements: a worker running many short tasks
+ * starts (and completes) them with one round trip and one plan per batch
+ * instead of one per task. Calls of one turn of the event loop go together;
+ * while `maxInFlight` statements are out, new calls wait and go together in
+ * the next, so batches grow exactly as much as Postgres' own latency makes
+ * necessary, instead of queueing many small statements for the pool's few
+ * connections. Each caller gets its own answer or its own error; a batch
+ * that fails as a whole fails each of its callers, who retry as they would a
+ * statement of their own.
  */
 export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
+interface Call<In, Out> {
+  input: In;
+  resolve: (out: Out) => void;
+  reject: (e: unknown) => void;
+}
+
 export class Coalescer<In, Out> {
-  private pending: Array<{ input: In; resolve: (out: Out) => void; reject: (e: unknown) => void }> =
-    [];
+  private pending: Array<Call<In, Out>> = [];
   private scheduled = false;
+  private inFlight = 0;
 
   constructor(
     private readonly flush: (inputs: In[]) => Promise<Array<Settled<Out>>>,
     private readonly maxBatch: number,
+    private readonly maxInFlight = Number.POSITIVE_INFINITY,
   ) {}
 
   submit(input: In): Promise<Out> {
     return new Promise<Out>((resolve, reject) => {
       this.pending.push({ input, resolve, reject });
       if (this.pending.length >= this.maxBatch) this.run();
-      else if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.run());
-      }
+      else this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.pending.length === 0 || this.inFlight >= this.maxInFlight) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.run();
     });
   }
 
   private run(): void {
-    this.scheduled = false;
-    const batch = this.pending;
-    if (batch.length === 0) return;
-    this.pending = [];
+    if (this.pending.length === 0 || this.inFlight >= this.maxInFlight) return; // a completion runs it
+    const batch = this.pending.splice(0, this.maxBatch);
+    this.inFlight++;
+    // The next batch is scheduled before this one's callers run: they may submit again.
+    const done = () => {
+      this.inFlight--;
+      this.schedule();
+    };
     this.flush(batch.map((b) => b.input)).then(
       (answers) => {
+        done();
         for (let i = 0; i < batch.length; i++) {
           const answer = answers[i]!;
           if (answer.ok) batch[i]!.resolve(answer.value);
@@ -42,8 +64,10 @@ export class Coalescer<In, Out> {
         }
       },
       (error: unknown) => {
+        done();
         for (const b of batch) b.reject(error);
       },
     );
+    this.schedule();
   }
 }

@@ -1,0 +1,79 @@
+import { describe, expect, it } from "vitest";
+import { Coalescer, type Settled } from "../../../src/adapters/pg/coalescer.js";
+
+/** A flush the test answers by hand: each call's batch and a way to settle it. */
+function manualFlush() {
+  const calls: Array<{ inputs: number[]; answer: (a: Array<Settled<number>> | Error) => void }> =
+    [];
+  const flush = (inputs: number[]) =>
+    new Promise<Array<Settled<number>>>((resolve, reject) =>
+      calls.push({
+        inputs,
+        answer: (a) => (a instanceof Error ? reject(a) : resolve(a)),
+      }),
+    );
+  const doubled = (inputs: number[]) => inputs.map((x) => ({ ok: true as const, value: x * 2 }));
+  return { calls, flush, doubled };
+}
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe("Coalescer", () => {
+  it("calls of one turn share one flush; each caller gets its own answer", async () => {
+    const m = manualFlush();
+    const c = new Coalescer(m.flush, 100);
+    const answers = Promise.all([c.submit(1), c.submit(2), c.submit(3)]);
+    await turn();
+    expect(m.calls.map((x) => x.inputs)).toEqual([[1, 2, 3]]);
+    m.calls[0]!.answer(m.doubled([1, 2, 3]));
+    expect(await answers).toEqual([2, 4, 6]);
+  });
+
+  it("while maxInFlight flushes are out, new calls wait and then go together", async () => {
+    const m = manualFlush();
+    const c = new Coalescer(m.flush, 100, 1);
+    const first = c.submit(1);
+    await turn();
+    const later = [c.submit(2), c.submit(3)];
+    await turn();
+    const more = c.submit(4);
+    await turn();
+    expect(m.calls.map((x) => x.inputs)).toEqual([[1]]);
+    m.calls[0]!.answer(m.doubled([1]));
+    expect(await first).toBe(2);
+    await turn();
+    expect(m.calls.map((x) => x.inputs)).toEqual([[1], [2, 3, 4]]);
+    m.calls[1]!.answer(m.doubled([2, 3, 4]));
+    expect(await Promise.all([...later, more])).toEqual([4, 6, 8]);
+  });
+
+  it("splits at maxBatch", async () => {
+    const m = manualFlush();
+    const c = new Coalescer(m.flush, 2);
+    const all = Promise.all([1, 2, 3, 4, 5].map((x) => c.submit(x)));
+    await turn();
+    expect(m.calls.map((x) => x.inputs)).toEqual([[1, 2], [3, 4], [5]]);
+    for (const call of m.calls) call.answer(m.doubled(call.inputs));
+    expect(await all).toEqual([2, 4, 6, 8, 10]);
+  });
+
+  it("a caller's own error reaches only it; a failed flush reaches all its callers", async () => {
+    const m = manualFlush();
+    const c = new Coalescer(m.flush, 100);
+    const a = c.submit(1);
+    const b = c.submit(2);
+    await turn();
+    m.calls[0]!.answer([
+      { ok: true, value: 10 },
+      { ok: false, error: new Error("row 2") },
+    ]);
+    expect(await a).toBe(10);
+    await expect(b).rejects.toThrow("row 2");
+    const d = c.submit(3);
+    const e = c.submit(4);
+    await turn();
+    m.calls[1]!.answer(new Error("connection lost"));
+    await expect(d).rejects.toThrow("connection lost");
+    await expect(e).rejects.toThrow("connection lost");
+  });
+});
