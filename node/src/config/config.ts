@@ -110,16 +110,21 @@ const schema = z.object({
     .string()
     .regex(/^(critical|standard|bulk|overdue)(,(critical|standard|bulk|overdue))*$/)
     .default("critical,standard,bulk,overdue"),
-  /** CF_WORKER_CONCURRENCY_CRITICAL: tasks of the critical queue running at once per worker process. */
-  workerConcurrencyCritical: intFromEnv(1, 10_000).default(64),
+  /**
+   * CF_WORKER_CONCURRENCY_CRITICAL: tasks of the critical queue running at once per worker
+   * process. A slot is held for the task's start and commit in Postgres too (tens of ms under
+   * load), so even no-op tasks need a few hundred slots for thousands a second; waiting
+   * handlers cost little memory.
+   */
+  workerConcurrencyCritical: intFromEnv(1, 10_000).default(256),
   /** CF_WORKER_CONCURRENCY_STANDARD */
-  workerConcurrencyStandard: intFromEnv(1, 10_000).default(64),
+  workerConcurrencyStandard: intFromEnv(1, 10_000).default(256),
   /** CF_WORKER_CONCURRENCY_BULK */
-  workerConcurrencyBulk: intFromEnv(1, 10_000).default(32),
+  workerConcurrencyBulk: intFromEnv(1, 10_000).default(128),
   /** CF_WORKER_CONCURRENCY_OVERDUE: late tasks still run, on their own budget. */
-  workerConcurrencyOverdue: intFromEnv(1, 10_000).default(16),
+  workerConcurrencyOverdue: intFromEnv(1, 10_000).default(64),
   /** CF_WORKER_TENANT_CONCURRENCY: most tasks of one tenant running at once, per queue and process. */
-  workerTenantConcurrency: intFromEnv(1, 10_000).default(32),
+  workerTenantConcurrency: intFromEnv(1, 10_000).default(128),
   /** CF_WORKER_LEASE_MS: execution lease; renewed every CF_WORKER_HEARTBEAT_MS while a task runs. */
   workerLeaseMs: intFromEnv(500, 3_600_000).default(30_000),
   /** CF_WORKER_HEARTBEAT_MS */
