@@ -11,7 +11,7 @@
  * and dead letters in settle-failures.ts, workflow releases in
  * release-terminal.ts.
  */
-import { decideFailure, type RandomSource } from "../../domain/retry.js";
+import { decideFailure, decideInterrupted, type RandomSource } from "../../domain/retry.js";
 import type {
   CompleteOutcome,
   ExecutionFailure,
@@ -35,7 +35,12 @@ import {
 } from "./fenced-calls.js";
 import type { PgPool } from "./pool.js";
 import { releaseTerminal, type TerminalRow } from "./release-terminal.js";
-import { type FailureRow, retryStateOf, settleFailures } from "./settle-failures.js";
+import {
+  type DecidedFailure,
+  type FailureRow,
+  retryStateOf,
+  settleFailures,
+} from "./settle-failures.js";
 import {
   completeTask,
   heartbeatTask,
@@ -162,22 +167,20 @@ export class PgExecutionStore implements ExecutionStore {
   }
 
   fail(ref: ExecutionRef, failure: ExecutionFailure, nowMs: number): Promise<FailOutcome> {
-    return this.calls.fenced(
-      ref,
-      "fail execution",
-      async (db) => {
-        const params = [ref.tenantId, ref.taskId, ref.fencingToken];
-        const locked = await db.query(LOCK_RUNNING[withRunAt(ref)], withRunAtParam(ref, params));
-        const row: FailureRow | undefined = locked.rows[0];
-        if (!row) return null;
-        const decision = decideFailure(retryStateOf(row), failure, nowMs, this.options.random);
-        const settled = await settleFailures(db, [{ row, decision, failure }], nowMs, () =>
-          this.options.newId(),
-        );
-        return settled[0]!.outcome;
-      },
-      true,
-    );
+    return this.settleOne(ref, "fail execution", nowMs, (row) => ({
+      row,
+      failure,
+      decision: decideFailure(retryStateOf(row), failure, nowMs, this.options.random),
+    }));
+  }
+
+  interrupt(ref: ExecutionRef, failure: ExecutionFailure, nowMs: number): Promise<FailOutcome> {
+    return this.settleOne(ref, "interrupt execution", nowMs, (row) => ({
+      row,
+      failure,
+      decision: decideInterrupted(nowMs),
+      givenBack: true,
+    }));
   }
 
   async replay(
@@ -203,6 +206,28 @@ export class PgExecutionStore implements ExecutionStore {
     } catch (error) {
       throw fromPgError(error, "replay task");
     }
+  }
+
+  /** Locks the RUNNING task held with this token, decides its failure and settles it, in one transaction. */
+  private settleOne(
+    ref: ExecutionRef,
+    operation: string,
+    nowMs: number,
+    decide: (row: FailureRow) => DecidedFailure,
+  ): Promise<FailOutcome> {
+    return this.calls.fenced(
+      ref,
+      operation,
+      async (db) => {
+        const params = [ref.tenantId, ref.taskId, ref.fencingToken];
+        const locked = await db.query(LOCK_RUNNING[withRunAt(ref)], withRunAtParam(ref, params));
+        const row: FailureRow | undefined = locked.rows[0];
+        if (!row) return null;
+        const settled = await settleFailures(db, [decide(row)], nowMs, () => this.options.newId());
+        return settled[0]!.outcome;
+      },
+      true,
+    );
   }
 
   async expireLeases(nowMs: number, limit: number): Promise<ExpiredLease[]> {

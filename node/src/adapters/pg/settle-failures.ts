@@ -35,6 +35,8 @@ export interface DecidedFailure {
   row: FailureRow;
   decision: FailureDecision;
   failure: ExecutionFailure;
+  /** The attempt does not count: tasks.attempt goes back by one (domain/retry.ts decideInterrupted). */
+  givenBack?: boolean;
 }
 
 const MAX_DETAILS_CHARS = 16_384;
@@ -65,6 +67,7 @@ export async function settleFailures(
       settles.map((f) => (f.decision.kind === "retry" ? f.decision.nextRunAtMs : null)),
       settles.map(errorOf),
       nowMs,
+      settles.map((f) => (f.givenBack === true ? f.row.attempt - 1 : f.row.attempt)),
     ]);
   }
   if (cancels.size > 0) {
