@@ -106,6 +106,7 @@ export class IngestService {
       nowMs: this.clock.nowMs(),
       horizonMs: this.options.horizonMs,
       maxPayloadBytes: principal.limits.maxPayloadBytes,
+      retryDefaults: principal.limits.retryDefaults,
       newTaskId: this.newId,
     };
     return items.map((item, i) => validateSubmission(item, ctx, indexed ? i : undefined));

@@ -43,7 +43,7 @@ export class ScheduleService {
   ) {}
 
   async create(principal: Principal, body: unknown, requestId: string): Promise<Schedule> {
-    const { spec, payload } = validateScheduleCreate(body, principal.limits.maxPayloadBytes);
+    const { spec, payload } = validateScheduleCreate(body, principal.limits);
     const nowMs = this.clock.nowMs();
     const cron = CronSchedule.parse(spec.expression, spec.timeZone);
     const schedule: Schedule = {
@@ -91,9 +91,8 @@ export class ScheduleService {
   async update(principal: Principal, id: string, body: unknown, requestId: string) {
     if (!UUID.test(id)) throw notFound(id);
     const nowMs = this.clock.nowMs();
-    const maxPayloadBytes = principal.limits.maxPayloadBytes;
     const updated = await this.store.update(actorOf(principal, requestId), id, nowMs, (current) =>
-      changeOf(current, validateSchedulePatch(body, current, maxPayloadBytes), nowMs),
+      changeOf(current, validateSchedulePatch(body, current, principal.limits), nowMs),
     );
     if (!updated) throw notFound(id);
     this.notify(principal.tenantId, updated.cancelledTaskIds);

@@ -37,6 +37,7 @@ export class WorkflowService {
       nowMs,
       horizonMs: this.options.horizonMs,
       maxPayloadBytes: principal.limits.maxPayloadBytes,
+      retryDefaults: principal.limits.retryDefaults,
       newTaskId: this.newId,
     });
     if (!this.hotTier.isConnected()) {

@@ -44,6 +44,18 @@ export function backoffDelayMs(
 }
 
 /**
+ * Decides an attempt the worker interrupted because it was stopping (its
+ * drain timeout passed): not the task's failure, so it runs again at once,
+ * and the attempt does not count against max_attempts (the store gives it
+ * back), whether or not it was the last.
+ */
+export const decideInterrupted = (nowMs: number): FailureDecision => ({
+  kind: "retry",
+  delayMs: 0,
+  nextRunAtMs: nowMs,
+});
+
+/**
  * Decides a failed attempt: retry while the failure is retryable and
  * attempts remain, else dead. `expired` marks the reconciler's failure of an
  * attempt whose execution lease ran out (so the dead letter says why).

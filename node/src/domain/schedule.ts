@@ -8,9 +8,11 @@ import { z } from "zod";
 import { CronSchedule } from "./cron.js";
 import { ChronofenceError, ErrorCode } from "./errors.js";
 import { findJsonProblem, utf8ByteLength } from "./json-limits.js";
+import { RETRY_LIMITS, resolveRetryPolicy } from "./retry-defaults.js";
 import { fnv1a32, HOT_SHARD_COUNT } from "./shard.js";
 import { MAX_PAYLOAD_DEPTH, TASK_TYPE_PATTERN } from "./submission.js";
 import { BACKOFF_STRATEGIES, type BackoffPolicy, PRIORITIES, type Priority } from "./task.js";
+import type { TenantLimits } from "./tenant.js";
 
 export const MISFIRE_POLICIES = ["skip", "fire_once", "fire_all"] as const;
 export type MisfirePolicy = (typeof MISFIRE_POLICIES)[number];
@@ -106,16 +108,18 @@ const patchShape = z.strictObject({
 });
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
+const limit = (key: keyof typeof RETRY_LIMITS) => int(RETRY_LIMITS[key].min, RETRY_LIMITS[key].max);
 const ruleFields = {
   name: z.string().regex(SCHEDULE_NAME_PATTERN, "1-200 letters, digits, spaces and . _ : / -"),
   type: z.string().regex(TASK_TYPE_PATTERN, "1-128 letters, digits and . _ : / -"),
   priority: z.enum(PRIORITIES),
-  max_attempts: int(1, 100),
+  max_attempts: limit("maxAttempts"),
   timeout_ms: int(1, DAY_MS),
+  // Fields a backoff leaves out come from the tenant's defaults, then the global ones.
   backoff: z.object({
-    strategy: z.enum(BACKOFF_STRATEGIES).default("exponential"),
-    base_ms: int(1, DAY_MS).default(1000),
-    max_ms: int(1, 7 * DAY_MS).default(3_600_000),
+    strategy: z.enum(BACKOFF_STRATEGIES).optional(),
+    base_ms: limit("backoffBaseMs").optional(),
+    max_ms: limit("backoffMaxMs").optional(),
   }),
   misfire_policy: z.enum(MISFIRE_POLICIES),
   overlap_policy: z.enum(OVERLAP_POLICIES),
@@ -127,9 +131,7 @@ const ruleObject = z.object(ruleFields).partial();
 export const SCHEDULE_DEFAULTS = {
   timeZone: "UTC",
   priority: "standard" as Priority,
-  maxAttempts: 3,
   timeoutMs: 30_000,
-  backoff: { strategy: "exponential", baseMs: 1000, maxMs: 3_600_000 } as BackoffPolicy,
   misfirePolicy: "fire_once" as MisfirePolicy,
   overlapPolicy: "allow" as OverlapPolicy,
   jitterMs: 0,
@@ -143,11 +145,16 @@ export interface ValidatedSchedule {
   payload: unknown;
 }
 
-/** Validates a create body; `maxPayloadBytes` is the tenant's task payload limit. */
-export function validateScheduleCreate(input: unknown, maxPayloadBytes: number): ValidatedSchedule {
+/** What of its tenant a schedule's validation reads. */
+export type ScheduleTenant = Pick<TenantLimits, "maxPayloadBytes" | "retryDefaults">;
+
+/** Validates a create body against its tenant's payload limit and retry defaults. */
+export function validateScheduleCreate(input: unknown, tenant: ScheduleTenant): ValidatedSchedule {
   const shaped = createShape.safeParse(input);
   if (!shaped.success) throw malformed(shaped.error);
-  const patch = checkRules(shaped.data, maxPayloadBytes);
+  const patch = checkRules(shaped.data, tenant);
+  const retry = resolveRetryPolicy({ maxAttempts: patch.maxAttempts }, tenant.retryDefaults);
+  if (!retry.ok) throw backoffConflict(retry.message);
   const payload = shaped.data.payload ?? null;
   const spec: ScheduleSpec = {
     name: patch.name!,
@@ -156,9 +163,9 @@ export function validateScheduleCreate(input: unknown, maxPayloadBytes: number):
     type: patch.type!,
     payloadJson: patch.payloadJson ?? "null",
     priority: patch.priority ?? SCHEDULE_DEFAULTS.priority,
-    maxAttempts: patch.maxAttempts ?? SCHEDULE_DEFAULTS.maxAttempts,
+    maxAttempts: retry.policy.maxAttempts,
     timeoutMs: patch.timeoutMs ?? SCHEDULE_DEFAULTS.timeoutMs,
-    backoff: patch.backoff ?? SCHEDULE_DEFAULTS.backoff,
+    backoff: patch.backoff ?? retry.policy.backoff,
     misfirePolicy: patch.misfirePolicy ?? SCHEDULE_DEFAULTS.misfirePolicy,
     overlapPolicy: patch.overlapPolicy ?? SCHEDULE_DEFAULTS.overlapPolicy,
     jitterMs: patch.jitterMs ?? SCHEDULE_DEFAULTS.jitterMs,
@@ -174,14 +181,14 @@ export function validateScheduleCreate(input: unknown, maxPayloadBytes: number):
 export function validateSchedulePatch(
   input: unknown,
   current: Pick<ScheduleSpec, "expression" | "timeZone">,
-  maxPayloadBytes: number,
+  tenant: ScheduleTenant,
 ): { patch: SchedulePatch; payload?: unknown } {
   const shaped = patchShape.safeParse(input);
   if (!shaped.success) throw malformed(shaped.error);
   if (Object.keys(shaped.data).length === 0) {
     throw new ChronofenceError(ErrorCode.Unprocessable, "a PATCH must change at least one field");
   }
-  const patch = checkRules(shaped.data, maxPayloadBytes);
+  const patch = checkRules(shaped.data, tenant);
   if (patch.expression !== undefined || patch.timeZone !== undefined) {
     const parsed = CronSchedule.parse(
       patch.expression ?? current.expression,
@@ -194,7 +201,7 @@ export function validateSchedulePatch(
 
 type Shaped = z.infer<typeof patchShape>;
 
-function checkRules(body: Shaped, maxPayloadBytes: number): SchedulePatch {
+function checkRules(body: Shaped, tenant: ScheduleTenant): SchedulePatch {
   const checked = ruleObject.safeParse(body);
   if (!checked.success) {
     throw new ChronofenceError(ErrorCode.Unprocessable, "invalid schedule", {
@@ -208,23 +215,20 @@ function checkRules(body: Shaped, maxPayloadBytes: number): SchedulePatch {
   if (body.time_zone !== undefined) patch.timeZone = body.time_zone;
   if (r.type !== undefined) patch.type = r.type;
   if ("payload" in body)
-    patch.payloadJson = serialisePayload(body.payload ?? null, maxPayloadBytes);
+    patch.payloadJson = serialisePayload(body.payload ?? null, tenant.maxPayloadBytes);
   if (r.priority !== undefined) patch.priority = r.priority;
   if (r.max_attempts !== undefined) patch.maxAttempts = r.max_attempts;
   if (r.timeout_ms !== undefined) patch.timeoutMs = r.timeout_ms;
   if (r.backoff !== undefined) {
-    if (r.backoff.base_ms > r.backoff.max_ms) {
-      throw new ChronofenceError(ErrorCode.Unprocessable, "invalid schedule", {
-        details: {
-          issues: [{ path: "backoff.base_ms", message: "must not exceed backoff.max_ms" }],
-        },
-      });
-    }
-    patch.backoff = {
+    // A backoff replaces the whole object: what it leaves out is a default, not the old value.
+    const backoff = {
       strategy: r.backoff.strategy,
       baseMs: r.backoff.base_ms,
       maxMs: r.backoff.max_ms,
     };
+    const retry = resolveRetryPolicy({ backoff }, tenant.retryDefaults);
+    if (!retry.ok) throw backoffConflict(retry.message);
+    patch.backoff = retry.policy.backoff;
   }
   if (r.misfire_policy !== undefined) patch.misfirePolicy = r.misfire_policy;
   if (r.overlap_policy !== undefined) patch.overlapPolicy = r.overlap_policy;
@@ -232,6 +236,12 @@ function checkRules(body: Shaped, maxPayloadBytes: number): SchedulePatch {
   if (r.expect_within_ms !== undefined) patch.expectWithinMs = r.expect_within_ms;
   if (body.paused !== undefined) patch.paused = body.paused;
   return patch;
+}
+
+function backoffConflict(message: string): ChronofenceError {
+  return new ChronofenceError(ErrorCode.Unprocessable, "invalid schedule", {
+    details: { issues: [{ path: "backoff.base_ms", message }] },
+  });
 }
 
 function serialisePayload(payload: unknown, maxPayloadBytes: number): string {

@@ -10,6 +10,12 @@ import { z } from "zod";
 import { canonicalJson } from "./canonical-json.js";
 import { ChronofenceError, ErrorCode } from "./errors.js";
 import { findJsonProblem, utf8ByteLength } from "./json-limits.js";
+import {
+  RETRY_LIMITS,
+  type RetryPolicy,
+  resolveRetryPolicy,
+  type TenantRetryDefaults,
+} from "./retry-defaults.js";
 import { BACKOFF_STRATEGIES, PRIORITIES, type TaskDraft } from "./task.js";
 
 export const MAX_BATCH_TASKS = 1000;
@@ -48,6 +54,7 @@ const shape = z.strictObject({
 
 const DAY_MS = 86_400_000;
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
+const limit = (key: keyof typeof RETRY_LIMITS) => int(RETRY_LIMITS[key].min, RETRY_LIMITS[key].max);
 
 const rules = z
   .object({
@@ -66,23 +73,20 @@ const rules = z
       .max(255)
       .regex(/^[\x21-\x7e]+$/, "printable ASCII without spaces")
       .optional(),
-    max_attempts: int(1, 100).default(3),
+    // Absent retry fields come from the tenant's defaults, then the global ones.
+    max_attempts: limit("maxAttempts").optional(),
     timeout_ms: int(1, DAY_MS).default(30_000),
     backoff: z
       .object({
-        strategy: z.enum(BACKOFF_STRATEGIES).default("exponential"),
-        base_ms: int(1, DAY_MS).default(1000),
-        max_ms: int(1, 7 * DAY_MS).default(3_600_000),
+        strategy: z.enum(BACKOFF_STRATEGIES).optional(),
+        base_ms: limit("backoffBaseMs").optional(),
+        max_ms: limit("backoffMaxMs").optional(),
       })
-      .default({ strategy: "exponential", base_ms: 1000, max_ms: 3_600_000 }),
+      .optional(),
   })
   .refine((s) => s.run_at === undefined || s.delay_ms === undefined, {
     message: "give run_at or delay_ms, not both",
     path: ["run_at"],
-  })
-  .refine((s) => s.backoff.base_ms <= s.backoff.max_ms, {
-    message: "backoff.base_ms must not exceed backoff.max_ms (whose default is 3600000)",
-    path: ["backoff", "base_ms"],
   });
 
 export interface SubmissionContext {
@@ -90,6 +94,8 @@ export interface SubmissionContext {
   nowMs: number;
   horizonMs: number;
   maxPayloadBytes: number;
+  /** The tenant's max_attempts and backoff defaults. */
+  retryDefaults: TenantRetryDefaults;
   newTaskId: () => string;
 }
 
@@ -125,11 +131,13 @@ export function validateSubmission(
     });
   }
   const s = checked.data;
+  const retry = resolveRetry(s, ctx, at);
   const payload = shaped.data.payload ?? null;
   const payloadJson = serialisePayload(payload, ctx, at);
   const runAtMs = resolveRunAtMs(s.run_at, s.delay_ms, ctx, at);
   return {
-    canonicalRequest: s.idempotency_key === undefined ? null : canonicalRequestOf(s, payload),
+    canonicalRequest:
+      s.idempotency_key === undefined ? null : canonicalRequestOf(s, retry, payload),
     draft: {
       id: ctx.newTaskId(),
       tenantId: ctx.tenantId,
@@ -137,9 +145,9 @@ export function validateSubmission(
       payloadJson,
       priority: s.priority,
       runAtMs,
-      maxAttempts: s.max_attempts,
+      maxAttempts: retry.maxAttempts,
       timeoutMs: s.timeout_ms,
-      backoff: { strategy: s.backoff.strategy, baseMs: s.backoff.base_ms, maxMs: s.backoff.max_ms },
+      backoff: retry.backoff,
       idempotencyKey: s.idempotency_key ?? null,
       createdAtMs: ctx.nowMs,
     },
@@ -149,13 +157,17 @@ export function validateSubmission(
 
 /**
  * The request as it will be executed, so that two bodies which mean the same
- * compare equal: defaults filled in (an explicit `"priority":"standard"` is
+ * compare equal: defaults filled in (the tenant's retry defaults too; an explicit `"priority":"standard"` is
  * the same request as none), `run_at` as its instant (`…Z` = `…+00:00`), a
  * missing `run_at`/`delay_ms` as `delay_ms: 0`, and object keys sorted at
  * every level (RFC 8785 order). Called after the payload passed
  * findJsonProblem, so its depth is bounded.
  */
-function canonicalRequestOf(s: z.infer<typeof rules>, payload: unknown): string {
+function canonicalRequestOf(
+  s: z.infer<typeof rules>,
+  retry: RetryPolicy,
+  payload: unknown,
+): string {
   const when =
     s.run_at !== undefined ? { run_at_ms: Date.parse(s.run_at) } : { delay_ms: s.delay_ms ?? 0 };
   return canonicalJson({
@@ -164,9 +176,13 @@ function canonicalRequestOf(s: z.infer<typeof rules>, payload: unknown): string 
     ...when,
     priority: s.priority,
     idempotency_key: s.idempotency_key,
-    max_attempts: s.max_attempts,
+    max_attempts: retry.maxAttempts,
     timeout_ms: s.timeout_ms,
-    backoff: s.backoff,
+    backoff: {
+      strategy: retry.backoff.strategy,
+      base_ms: retry.backoff.baseMs,
+      max_ms: retry.backoff.maxMs,
+    },
   });
 }
 
@@ -187,6 +203,26 @@ export function validateBatchEnvelope(input: unknown): unknown[] {
     );
   }
   return shaped.data.tasks;
+}
+
+function resolveRetry(
+  s: z.infer<typeof rules>,
+  ctx: SubmissionContext,
+  at: Record<string, unknown>,
+): RetryPolicy {
+  const requested = {
+    maxAttempts: s.max_attempts,
+    backoff: s.backoff && {
+      strategy: s.backoff.strategy,
+      baseMs: s.backoff.base_ms,
+      maxMs: s.backoff.max_ms,
+    },
+  };
+  const resolved = resolveRetryPolicy(requested, ctx.retryDefaults);
+  if (resolved.ok) return resolved.policy;
+  throw new ChronofenceError(ErrorCode.Unprocessable, "invalid task", {
+    details: { ...at, issues: [{ path: "backoff.base_ms", message: resolved.message }] },
+  });
 }
 
 function serialisePayload(

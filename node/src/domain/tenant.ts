@@ -1,3 +1,5 @@
+import type { TenantRetryDefaults } from "./retry-defaults.js";
+
 /** Who is calling, as established from an API key. */
 export interface Principal {
   tenantId: string;
@@ -14,6 +16,8 @@ export interface TenantLimits {
   maxPayloadBytes: number;
   /** How late a task may be published before it counts as overdue. */
   graceMs: number;
+  /** max_attempts and backoff for the tenant's tasks that name none (domain/retry-defaults.ts). */
+  retryDefaults: TenantRetryDefaults;
 }
 
 export const DEFAULT_TENANT_LIMITS: TenantLimits = {
@@ -21,4 +25,5 @@ export const DEFAULT_TENANT_LIMITS: TenantLimits = {
   burst: 2000,
   maxPayloadBytes: 64 * 1024,
   graceMs: 5000,
+  retryDefaults: {},
 };

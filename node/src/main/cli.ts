@@ -54,24 +54,28 @@ export async function main(argv: string[]): Promise<void> {
     .option("--burst <n>", "bucket size in tasks", positiveInt)
     .option("--max-payload-bytes <n>", "largest task payload", positiveInt)
     .option("--grace-ms <n>", "lateness before a task counts as overdue", positiveInt)
-    .action(
-      async (
-        name: string,
-        opts: { rate?: number; burst?: number; maxPayloadBytes?: number; graceMs?: number },
-      ) => {
-        const { createTenant } = await import("./admin.js");
-        const limits = {
-          ...(opts.rate !== undefined && { ratePerS: opts.rate }),
-          ...(opts.burst !== undefined && { burst: opts.burst }),
-          ...(opts.maxPayloadBytes !== undefined && { maxPayloadBytes: opts.maxPayloadBytes }),
-          ...(opts.graceMs !== undefined && { graceMs: opts.graceMs }),
-        };
-        const created = await createTenant(loadConfig(), systemClock, name, limits);
-        console.log(`tenant ${created.tenant.id} ${created.tenant.name}`);
-        console.log(`api key id ${created.apiKeyId}`);
-        console.log(created.apiKey);
-      },
-    );
+    .option("--max-attempts <n>", "default max_attempts of its tasks (1-100)", positiveInt)
+    .option("--backoff-base-ms <n>", "default backoff.base_ms of its tasks", positiveInt)
+    .option("--backoff-max-ms <n>", "default backoff.max_ms of its tasks", positiveInt)
+    .action(async (name: string, opts: TenantCreateOptions) => {
+      const { createTenant } = await import("./admin.js");
+      const retryDefaults = {
+        ...(opts.maxAttempts !== undefined && { maxAttempts: opts.maxAttempts }),
+        ...(opts.backoffBaseMs !== undefined && { backoffBaseMs: opts.backoffBaseMs }),
+        ...(opts.backoffMaxMs !== undefined && { backoffMaxMs: opts.backoffMaxMs }),
+      };
+      const limits = {
+        ...(opts.rate !== undefined && { ratePerS: opts.rate }),
+        ...(opts.burst !== undefined && { burst: opts.burst }),
+        ...(opts.maxPayloadBytes !== undefined && { maxPayloadBytes: opts.maxPayloadBytes }),
+        ...(opts.graceMs !== undefined && { graceMs: opts.graceMs }),
+        retryDefaults,
+      };
+      const created = await createTenant(loadConfig(), systemClock, name, limits);
+      console.log(`tenant ${created.tenant.id} ${created.tenant.name}`);
+      console.log(`api key id ${created.apiKeyId}`);
+      console.log(created.apiKey);
+    });
   tenants
     .command("list")
     .description("list tenants and their limits")
@@ -79,8 +83,10 @@ export async function main(argv: string[]): Promise<void> {
       const { listTenants } = await import("./admin.js");
       for (const t of await listTenants(loadConfig(), systemClock)) {
         const l = t.limits;
+        const r = l.retryDefaults;
+        const retry = `max_attempts=${r.maxAttempts ?? "-"} backoff_base=${r.backoffBaseMs ?? "-"}ms backoff_max=${r.backoffMaxMs ?? "-"}ms`;
         console.log(
-          `${t.id}  ${t.name}  rate=${l.ratePerS}/s burst=${l.burst} max_payload=${l.maxPayloadBytes}B grace=${l.graceMs}ms keys=${t.activeKeys}`,
+          `${t.id}  ${t.name}  rate=${l.ratePerS}/s burst=${l.burst} max_payload=${l.maxPayloadBytes}B grace=${l.graceMs}ms ${retry} keys=${t.activeKeys}`,
         );
       }
     });
@@ -209,6 +215,16 @@ function positiveNumber(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("must be a positive number");
   return n;
+}
+
+interface TenantCreateOptions {
+  rate?: number;
+  burst?: number;
+  maxPayloadBytes?: number;
+  graceMs?: number;
+  maxAttempts?: number;
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
 }
 
 function positiveInt(value: string): number {

@@ -38,7 +38,11 @@ import { rolePgPool, roleRedis } from "./role-connections.js";
 export interface RunningWorker {
   workerId: string;
   metricsPort: number;
-  /** Stops fetching, lets running tasks finish (up to CF_DRAIN_TIMEOUT_MS), commits their offsets. */
+  /**
+   * Stops fetching, lets running tasks finish (up to CF_DRAIN_TIMEOUT_MS),
+   * then interrupts those still running (fenced, retried at once elsewhere),
+   * and commits the offsets of every outcome made durable.
+   */
   stop(): Promise<void>;
 }
 

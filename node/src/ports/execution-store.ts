@@ -31,7 +31,8 @@
  * envelope, so the same calls serve it. `expireLeases` is the reconciler's,
  * across tenants (login role only).
  *
- * Attempts: `tasks.attempt` counts the starts of a task. `start` increments
+ * Attempts: `tasks.attempt` counts the starts of a task (but those a
+ * stopping worker interrupted, see `interrupt`). `start` increments
  * it and returns the new value (1 for the first run), which the handler sees
  * as its attempt; the envelope's `attempt` is the count before this start.
  * A failure with `attempt >= max_attempts` (or a non-retryable one) is final.
@@ -188,6 +189,17 @@ export interface ExecutionStore {
    * released or skipped) in the same transaction.
    */
   fail(ref: ExecutionRef, failure: ExecutionFailure, nowMs: number): Promise<FailOutcome>;
+
+  /**
+   * RUNNING → SCHEDULED at nowMs, fenced, for an attempt its worker stopped
+   * before it finished (the worker's drain timeout passed): not the task's
+   * failure, so no backoff, and the attempt is given back (tasks.attempt − 1:
+   * the next start has the same attempt number, and an interrupted last
+   * attempt still runs again). Stores `failure` as last_error; new fencing
+   * token, as for `fail`. A workflow node whose workflow already failed
+   * (fail_fast) or was cancelled: CANCELLED. Never DEAD.
+   */
+  interrupt(ref: ExecutionRef, failure: ExecutionFailure, nowMs: number): Promise<FailOutcome>;
 
   /**
    * A DEAD task of this tenant → SCHEDULED at nowMs with a new fencing token;

@@ -2,12 +2,14 @@
 export type WorkerOutcome =
   | "completed"
   | "retrying"
+  /** A running attempt the worker's stop interrupted, recorded for an immediate retry. */
+  | "interrupted"
   | "dead"
   | "cancelled"
   | "stale"
   | "lost_lease";
 /** Where a stale fencing token was refused. */
-export type StaleAt = "start" | "heartbeat" | "complete" | "fail";
+export type StaleAt = "start" | "heartbeat" | "complete" | "fail" | "interrupt";
 
 export interface WorkerMetrics {
   /** From the task's run_at to its fenced start, by queue (the topic it came from). */

@@ -233,6 +233,49 @@ describe("POST /v1/tasks/batch", () => {
   });
 });
 
+describe("tenant retry defaults", () => {
+  it("fill the retry fields a task leaves out; a task's own values override them", async () => {
+    const retryDefaults = { maxAttempts: 7, backoffBaseMs: 250, backoffMaxMs: 9000 };
+    const c = await newTenant(api.config, { retryDefaults });
+    const plain = await post(c.apiKey, { type: "t", delay_ms: 60_000 });
+    expect(plain.status).toBe(201);
+    expect(plain.body).toMatchObject({
+      max_attempts: 7,
+      backoff: { strategy: "exponential", base_ms: 250, max_ms: 9000 },
+    });
+    expect(await rowOf(plain.body.id)).toMatchObject({
+      max_attempts: 7,
+      backoff_base_ms: 250,
+      backoff_max_ms: 9000,
+    });
+    const own = await post(c.apiKey, {
+      type: "t",
+      delay_ms: 60_000,
+      max_attempts: 2,
+      backoff: { strategy: "fixed", base_ms: 40 },
+    });
+    expect(own.status).toBe(201);
+    expect(await rowOf(own.body.id)).toMatchObject({
+      max_attempts: 2,
+      backoff_strategy: "fixed",
+      backoff_base_ms: 40,
+      backoff_max_ms: 9000,
+    });
+    const batch = await call(api.baseUrl, "POST", "/v1/tasks/batch", {
+      key: c.apiKey,
+      body: { tasks: [{ type: "t", delay_ms: 60_000 }] },
+    });
+    expect(batch.status).toBe(201);
+    expect(await rowOf(batch.body.tasks[0].id)).toMatchObject({ max_attempts: 7 });
+    // Another tenant without defaults keeps the global ones.
+    const global = await post(a.apiKey, { type: "t", delay_ms: 60_000 });
+    expect(await rowOf(global.body.id)).toMatchObject({ max_attempts: 3, backoff_base_ms: 1000 });
+    const conflict = await post(c.apiKey, { type: "t", backoff: { base_ms: 10_000 } });
+    expect(conflict.status).toBe(422);
+    expect(conflict.body.error.details.issues[0].message).toMatch(/9000, the tenant's default/);
+  });
+});
+
 describe("GET and DELETE", () => {
   it("gets a task by id", async () => {
     const created = await post(a.apiKey, { type: "get-me", payload: { n: 1 } });

@@ -56,4 +56,16 @@ describe("chronofence CLI", () => {
   it("refuses a duplicate tenant name", async () => {
     await expect(run("tenants", "create", "acme")).rejects.toThrow(/already exists/);
   });
+
+  it("creates a tenant with retry defaults, and refuses a base above the max it will meet", async () => {
+    await run("tenants", "create", "beta", "--max-attempts", "7", "--backoff-base-ms", "50");
+    const list = (await run("tenants", "list")).join("\n");
+    expect(list).toMatch(/beta .* max_attempts=7 backoff_base=50ms backoff_max=-ms/);
+    await expect(
+      run("tenants", "create", "gamma", "--backoff-base-ms", "5000", "--backoff-max-ms", "4000"),
+    ).rejects.toThrow(/base_ms \(5000, the tenant's default\) must not exceed/);
+    await expect(run("tenants", "create", "delta", "--max-attempts", "101")).rejects.toThrow(
+      /maxAttempts must be an integer from 1 to 100/,
+    );
+  });
 });

@@ -295,6 +295,30 @@ describe("failures", () => {
     expect(await deadLettersOf(permanent.taskId)).toMatchObject([{ reason: "non_retryable" }]);
   });
 
+  it("an interrupted attempt is due at once with its attempt given back, even the last; fenced", async () => {
+    const task = await armedTask({ maxAttempts: 1, key: `k-${randomUUID()}` });
+    const now = Date.now();
+    await store.start(task, "w1", 5000, now);
+    const stopping = { message: "stopping", code: "worker_stopping", retryable: true };
+    const stale = { ...task, fencingToken: String(BigInt(task.fencingToken) + 1000n) };
+    expect(await store.interrupt(stale, stopping, now + 5)).toEqual({ kind: "stale" });
+    expect(await rowOf(task.taskId)).toMatchObject({ status: "RUNNING", attempt: 1 });
+    expect(await store.interrupt(task, stopping, now + 10)).toEqual({
+      kind: "retrying",
+      attempt: 1,
+      nextRunAtMs: now + 10,
+      tenantId: task.tenantId,
+      taskId: task.taskId,
+    });
+    const row = await rowOf(task.taskId);
+    expect(row).toMatchObject({ status: "SCHEDULED", attempt: 0, run_at_ms: now + 10 });
+    expect(row.last_error).toMatchObject({ code: "worker_stopping", attempt: 1, worker_id: "w1" });
+    expect(BigInt(row.token)).toBeGreaterThan(BigInt(task.fencingToken));
+    expect(await store.interrupt(task, stopping, now + 20)).toEqual({ kind: "stale" });
+    expect(await store.complete(task, "null", now + 20)).toEqual({ kind: "stale" });
+    expect(await deadLettersOf(task.taskId)).toEqual([]);
+  });
+
   it("a writer that waited on a row another transaction moved retries and answers stale", async () => {
     const raceWithMove = async (racer: PgExecutionStore) => {
       const task = await armedTask();

@@ -5,7 +5,10 @@
  *    task to the reconciler (new token); another worker runs it with a
  *    higher token and completes it; the resumed zombie's writes change
  *    nothing and are counted;
- *  - kill -9 in the middle of a task: it runs again and completes, once.
+ *  - kill -9 in the middle of a task: it runs again and completes, once;
+ *  - SIGTERM with a task still running after the drain timeout: its attempt
+ *    is recorded as interrupted (fenced, due at once, the attempt given
+ *    back), so another worker completes it long before its lease expires.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -140,5 +143,50 @@ describe("worker failures", () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     }
+  }, 180_000);
+
+  it("SIGTERM past the drain timeout: the running task is retried at once, not after its lease", async () => {
+    const SLEEP_MS = 4000;
+    const stopping = await workerChild(fixture, "stopping", 60_000, { CF_DRAIN_TIMEOUT_MS: "300" });
+    const id = await submit({ type: "sleep", payload: { ms: SLEEP_MS }, max_attempts: 1 });
+    await runningOn(id, "stopping");
+    const leaseExpiresAtMs = await withPg(fixture.db.url, async (c) => {
+      const r = await c.query(
+        "SELECT (extract(epoch FROM lease_expires_at) * 1000)::float8 AS ms FROM tasks WHERE id = $1",
+        [id],
+      );
+      return r.rows[0].ms as number;
+    });
+    const signalledMs = Date.now();
+    stopping.process.kill("SIGTERM");
+    expect(await stopping.exited).toEqual({ code: 0, signal: null });
+    // It did not wait for the handler: the drain timeout, then the fenced interrupt.
+    expect(Date.now() - signalledMs).toBeLessThan(SLEEP_MS);
+    const interrupted = await withPg(fixture.db.url, async (c) => {
+      const r = await c.query("SELECT status, attempt, last_error FROM tasks WHERE id = $1", [id]);
+      return r.rows[0];
+    });
+    expect(interrupted.status).not.toBe("RUNNING");
+    expect(interrupted.last_error).toMatchObject({
+      code: "worker_stopping",
+      worker_id: "stopping",
+    });
+
+    await worker("rescuer");
+    await expect
+      .poll(async () => (await rowOf(id)).status, { timeout: 60_000, interval: 100 })
+      .toBe("COMPLETED");
+    const done = await withPg(fixture.db.url, async (c) => {
+      const r = await c.query(
+        `SELECT attempt, lease_owner, (extract(epoch FROM completed_at) * 1000)::float8 AS ms,
+                (SELECT count(*)::int FROM dead_letters WHERE task_id = $1) AS letters
+           FROM tasks WHERE id = $1`,
+        [id],
+      );
+      return r.rows[0];
+    });
+    // Its one attempt was given back, so it ran again (and not as a second attempt).
+    expect(done).toMatchObject({ attempt: 1, lease_owner: "rescuer", letters: 0 });
+    expect(done.ms).toBeLessThan(leaseExpiresAtMs);
   }, 180_000);
 });

@@ -1,5 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
+import {
+  type TenantRetryDefaults,
+  tenantRetryDefaultsProblems,
+} from "../../domain/retry-defaults.js";
 import { DEFAULT_TENANT_LIMITS, type Principal, type TenantLimits } from "../../domain/tenant.js";
 import type { CreatedTenant, TenantDirectory, TenantRecord } from "../../ports/tenant-directory.js";
 import { fromPgError } from "./errors.js";
@@ -32,16 +36,7 @@ export class PgTenantDirectory implements TenantDirectory {
       ]);
       const row = result.rows[0];
       if (!row) return null;
-      return {
-        tenantId: row.tenant_id,
-        apiKeyId: row.api_key_id,
-        limits: {
-          ratePerS: row.rate_per_s,
-          burst: row.burst,
-          maxPayloadBytes: row.max_payload_bytes,
-          graceMs: row.grace_ms,
-        },
-      };
+      return { tenantId: row.tenant_id, apiKeyId: row.api_key_id, limits: limitsOf(row) };
     } catch (error) {
       throw fromPgError(error, "authenticate");
     }
@@ -49,6 +44,15 @@ export class PgTenantDirectory implements TenantDirectory {
 
   async create(name: string, limits: Partial<TenantLimits>, nowMs: number): Promise<CreatedTenant> {
     const full: TenantLimits = { ...DEFAULT_TENANT_LIMITS, ...limits };
+    const problems = tenantRetryDefaultsProblems(full.retryDefaults);
+    if (problems.length > 0) {
+      throw new ChronofenceError(
+        ErrorCode.Unprocessable,
+        `invalid tenant retry defaults: ${problems.join("; ")}`,
+        { details: { problems } },
+      );
+    }
+    const retry = full.retryDefaults;
     const tenantId = this.newId();
     const apiKeyId = this.newId();
     const apiKey = generateApiKey();
@@ -56,9 +60,22 @@ export class PgTenantDirectory implements TenantDirectory {
     try {
       await client.query("BEGIN");
       await client.query(
-        `INSERT INTO tenants (id, name, rate_per_s, burst, max_payload_bytes, grace_ms, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0))`,
-        [tenantId, name, full.ratePerS, full.burst, full.maxPayloadBytes, full.graceMs, nowMs],
+        `INSERT INTO tenants (id, name, rate_per_s, burst, max_payload_bytes, grace_ms,
+                              default_max_attempts, default_backoff_base_ms,
+                              default_backoff_max_ms, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10 / 1000.0))`,
+        [
+          tenantId,
+          name,
+          full.ratePerS,
+          full.burst,
+          full.maxPayloadBytes,
+          full.graceMs,
+          retry.maxAttempts ?? null,
+          retry.backoffBaseMs ?? null,
+          retry.backoffMaxMs ?? null,
+          nowMs,
+        ],
       );
       await client.query(
         `INSERT INTO api_keys (id, tenant_id, key_hash, created_at)
@@ -95,12 +112,7 @@ export class PgTenantDirectory implements TenantDirectory {
       return result.rows.map((row) => ({
         id: row.id,
         name: row.name,
-        limits: {
-          ratePerS: row.rate_per_s,
-          burst: row.burst,
-          maxPayloadBytes: row.max_payload_bytes,
-          graceMs: row.grace_ms,
-        },
+        limits: limitsOf(row),
         createdAtMs: Math.round(row.created_at_ms),
         activeKeys: row.active_keys,
       }));
@@ -125,4 +137,30 @@ export class PgTenantDirectory implements TenantDirectory {
       throw fromPgError(error, "revoke key");
     }
   }
+}
+
+/** A row of tenants or of cf_authenticate. */
+interface LimitsRow {
+  rate_per_s: number;
+  burst: number;
+  max_payload_bytes: number;
+  grace_ms: number;
+  default_max_attempts: number | null;
+  default_backoff_base_ms: number | null;
+  default_backoff_max_ms: number | null;
+}
+
+function limitsOf(row: LimitsRow): TenantLimits {
+  const retryDefaults: TenantRetryDefaults = {};
+  if (row.default_max_attempts !== null) retryDefaults.maxAttempts = row.default_max_attempts;
+  if (row.default_backoff_base_ms !== null)
+    retryDefaults.backoffBaseMs = row.default_backoff_base_ms;
+  if (row.default_backoff_max_ms !== null) retryDefaults.backoffMaxMs = row.default_backoff_max_ms;
+  return {
+    ratePerS: row.rate_per_s,
+    burst: row.burst,
+    maxPayloadBytes: row.max_payload_bytes,
+    graceMs: row.grace_ms,
+    retryDefaults,
+  };
 }

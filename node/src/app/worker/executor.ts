@@ -12,7 +12,11 @@
  * While Postgres is unreachable it keeps retrying the same call; a worker
  * that stops in the middle answers "abandoned" and the offset stays
  * uncommitted (the message comes back, or the reconciler fails the attempt
- * once its lease expires).
+ * once its lease expires). A handler still running when the worker stops
+ * (`stop()`, after its drain timeout) is aborted and its attempt recorded as
+ * interrupted — fenced, retried at once, the attempt given back — so the task
+ * runs again elsewhere without waiting for its lease; "interrupted" is durable,
+ * so its offset may be committed.
  */
 
 import { setMaxListeners } from "node:events";
@@ -30,6 +34,7 @@ import type {
   CompleteOutcome,
   ExecutionRef,
   ExecutionStore,
+  FailOutcome,
   StartedExecution,
 } from "../../ports/execution-store.js";
 import type { DueEntry } from "../../ports/hot-tier.js";
@@ -66,6 +71,7 @@ export interface ExecutorOptions {
 export type ExecutionReport =
   | "completed"
   | "retrying"
+  | "interrupted"
   | "dead"
   | "cancelled"
   | "stale"
@@ -75,6 +81,12 @@ export type ExecutionReport =
 
 class Abandoned extends Error {}
 class Unrecorded extends Error {}
+
+const STOPPED: FailureInfo = {
+  message: "the worker stopped before the attempt finished (its drain timeout passed)",
+  code: "worker_stopping",
+  retryable: true,
+};
 
 export class Executor {
   private readonly stopping = new AbortController();
@@ -94,7 +106,10 @@ export class Executor {
     this.draining = true;
   }
 
-  /** From now on, waits for Postgres give up and running handlers see their signal abort. */
+  /**
+   * From now on, waits for Postgres give up and running handlers see their
+   * signal abort; their attempts are recorded as interrupted (one try each).
+   */
   stop(): void {
     this.draining = true;
     this.stopping.abort(new Error("worker stopping"));
@@ -143,10 +158,15 @@ export class Executor {
       this.deps.metrics.outcome(envelope.type, "lost_lease");
       return "lost_lease";
     }
-    if (this.stopping.signal.aborted && run.kind === "failed" && run.byStop) {
-      throw new Abandoned(); // not the task's fault: leave it to the lease
-    }
     const nowMs = this.deps.clock.nowMs();
+    if (this.stopping.signal.aborted && run.kind === "failed" && run.byStop) {
+      // Not the task's fault: it runs again at once, on another worker, without
+      // waiting for the lease. If Postgres is down, Abandoned: the lease it is.
+      const interrupted = await this.durably("interrupt", () =>
+        this.deps.store.interrupt(ref, STOPPED, nowMs),
+      );
+      return this.afterFailure(envelope.type, interrupted, nowMs, "interrupted");
+    }
     let failure: FailureInfo;
     if (run.kind === "succeeded") {
       const done: CompleteOutcome | Error = await this.durably("complete", () =>
@@ -168,9 +188,19 @@ export class Executor {
       failure = run.failure;
     }
     const failed = await this.durably("fail", () => this.deps.store.fail(ref, failure, nowMs));
+    return this.afterFailure(envelope.type, failed, nowMs, "retrying");
+  }
+
+  /** After a durable fail or interrupt: metrics, and a retry or released nodes to the hot tier. */
+  private async afterFailure(
+    type: string,
+    failed: FailOutcome,
+    nowMs: number,
+    retrying: "retrying" | "interrupted",
+  ): Promise<ExecutionReport> {
     if (failed.kind === "retrying") {
-      this.deps.metrics.retried(envelope.type);
-      this.deps.metrics.outcome(envelope.type, "retrying");
+      this.deps.metrics.retried(type);
+      this.deps.metrics.outcome(type, retrying);
       if (failed.nextRunAtMs - nowMs <= this.options.hotWindowMs) {
         const entry = {
           tenantId: failed.tenantId,
@@ -181,20 +211,20 @@ export class Executor {
           .addDue([entry])
           .catch((error: unknown) => this.deps.onError(error, "add retry to hot tier"));
       }
-      return "retrying";
+      return retrying;
     }
     if (failed.kind === "cancelled") {
       await this.addReleased(failed.released, nowMs);
-      this.deps.metrics.outcome(envelope.type, "cancelled");
+      this.deps.metrics.outcome(type, "cancelled");
       return "cancelled";
     }
     if (failed.kind === "dead") {
       await this.addReleased(failed.released, nowMs);
-      this.deps.metrics.deadLettered(envelope.type);
-      this.deps.metrics.outcome(envelope.type, "dead");
+      this.deps.metrics.deadLettered(type);
+      this.deps.metrics.outcome(type, "dead");
       return "dead";
     }
-    return this.stale(envelope.type, "fail");
+    return this.stale(type, retrying === "interrupted" ? "interrupt" : "fail");
   }
 
   /** After the commit: workflow nodes it released go to the hot tier (a lost add is repaired later). */
@@ -206,7 +236,7 @@ export class Executor {
       .catch((error: unknown) => this.deps.onError(error, "add released nodes to hot tier"));
   }
 
-  private stale(type: string, at: "complete" | "fail"): ExecutionReport {
+  private stale(type: string, at: "complete" | "fail" | "interrupt"): ExecutionReport {
     this.deps.metrics.staleToken(at);
     this.deps.metrics.outcome(type, "stale");
     return "stale";

@@ -79,8 +79,16 @@ export async function startPipeline(
   };
 }
 
-/** A worker of the pipeline's `standard` queue as a child process, for tests that kill or pause it. */
-export const workerChild = (pipeline: Pipeline, nodeId: string, leaseMs: number) =>
+/**
+ * A worker of the pipeline's `standard` queue as a child process, for tests
+ * that kill, pause or stop it; `env` adds or overrides settings.
+ */
+export const workerChild = (
+  pipeline: Pipeline,
+  nodeId: string,
+  leaseMs: number,
+  env: Record<string, string> = {},
+) =>
   startRolesChild("worker", {
     DATABASE_URL: pipeline.db.url,
     REDIS_URL: TEST_REDIS_URL,
@@ -95,4 +103,5 @@ export const workerChild = (pipeline: Pipeline, nodeId: string, leaseMs: number)
     CF_NODE_ID: nodeId,
     HOST: "127.0.0.1",
     LOG_LEVEL: process.env.CF_TEST_LOG_LEVEL ?? "silent",
+    ...env,
   });

@@ -68,6 +68,7 @@ export async function submitWorkflow(
     nowMs,
     horizonMs: 7 * 86_400_000,
     maxPayloadBytes: 65_536,
+    retryDefaults: {},
     newTaskId: newId,
   });
   await new PgWorkflowStore(w.pool).insert(draft, { apiKeyId: w.apiKeyId, requestId: "t" }, nowMs);

@@ -32,7 +32,11 @@ const current: Schedule = {
 };
 
 const patch = (body: unknown, from: Schedule = current) =>
-  changeOf(from, validateSchedulePatch(body, from, 65_536), NOW);
+  changeOf(
+    from,
+    validateSchedulePatch(body, from, { maxPayloadBytes: 65_536, retryDefaults: {} }),
+    NOW,
+  );
 
 describe("changeOf", () => {
   it("pausing re-plans from now: future occurrences are cancelled, the cursor comes back", () => {

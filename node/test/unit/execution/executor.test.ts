@@ -13,6 +13,7 @@ import type {
   HeartbeatOutcome,
   StartOutcome,
 } from "../../../src/ports/execution-store.js";
+import type { DueEntry } from "../../../src/ports/hot-tier.js";
 import { noWorkerMetrics, type StaleAt } from "../../../src/ports/worker-metrics.js";
 import { FakeClock } from "../../support/fake-clock.js";
 
@@ -26,6 +27,8 @@ class ScriptedStore implements ExecutionStore {
   completeFailures = 0;
   completed: string[] = [];
   failed: ExecutionFailure[] = [];
+  interrupted: ExecutionFailure[] = [];
+  interruptFailures = 0;
   heartbeats = 0;
 
   async start() {
@@ -46,6 +49,14 @@ class ScriptedStore implements ExecutionStore {
   async fail(_ref: unknown, failure: ExecutionFailure): Promise<FailOutcome> {
     this.failed.push(failure);
     return { kind: "dead", attempt: 1, deadLetterId: "d" };
+  }
+  async interrupt(_ref: unknown, failure: ExecutionFailure): Promise<FailOutcome> {
+    if (this.interruptFailures > 0) {
+      this.interruptFailures--;
+      throw new ChronofenceError(ErrorCode.Unavailable, "postgres down");
+    }
+    this.interrupted.push(failure);
+    return { kind: "retrying", attempt: 1, nextRunAtMs: 0, tenantId: "t", taskId: "x" };
   }
   async replay(): Promise<never> {
     throw new Error("not used");
@@ -75,6 +86,7 @@ const envelope = (type: string, payload: unknown = null): InboundEnvelope => ({
 let store: ScriptedStore;
 let handlers: HandlerRegistry;
 let stale: StaleAt[];
+let added: DueEntry[];
 let executor: Executor;
 
 beforeEach(() => {
@@ -82,13 +94,14 @@ beforeEach(() => {
   store = new ScriptedStore();
   handlers = new HandlerRegistry();
   stale = [];
+  added = [];
   executor = new Executor(
     {
       store,
       handlers,
       clock: new FakeClock(),
       metrics: { ...noWorkerMetrics, staleToken: (at) => stale.push(at) },
-      addDue: async () => undefined,
+      addDue: async (entries) => void added.push(...entries),
       onError: () => undefined,
     },
     {
@@ -175,6 +188,34 @@ describe("Executor", () => {
       ["result_too_large", false],
       ["result_not_json", false],
     ]);
+  });
+
+  it("stop() aborts a running handler and records its attempt as interrupted, once", async () => {
+    let signal: AbortSignal | undefined;
+    handlers.register("t", (_p, ctx) => {
+      signal = ctx.signal;
+      return new Promise(() => undefined); // ignores its signal
+    });
+    const done = executor.execute(envelope("t"), "standard");
+    await vi.advanceTimersByTimeAsync(50);
+    executor.stop();
+    expect(await done).toBe("interrupted");
+    expect(signal?.aborted).toBe(true);
+    expect(store.failed).toEqual([]);
+    expect(store.interrupted).toEqual([
+      expect.objectContaining({ code: "worker_stopping", retryable: true }),
+    ]);
+    expect(added).toEqual([{ tenantId: "t", taskId: "x", runAtMs: 0 }]);
+  });
+
+  it("leaves an interrupted attempt to its lease when Postgres is down at the stop", async () => {
+    handlers.register("t", () => new Promise(() => undefined));
+    store.interruptFailures = 1;
+    const done = executor.execute(envelope("t"), "standard");
+    await vi.advanceTimersByTimeAsync(50);
+    executor.stop();
+    expect(await done).toBe("abandoned");
+    expect(store.interrupted).toEqual([]);
   });
 
   it("after drain(), starts nothing more", async () => {

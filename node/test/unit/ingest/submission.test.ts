@@ -8,6 +8,7 @@ const ctx = {
   nowMs: NOW_MS,
   horizonMs: 365 * 86_400_000,
   maxPayloadBytes: 100,
+  retryDefaults: {},
   newTaskId: () => "id-1",
 };
 

@@ -10,6 +10,7 @@ const ctxOf = () => {
     nowMs: NOW_MS,
     horizonMs: 365 * 86_400_000,
     maxPayloadBytes: 1000,
+    retryDefaults: {},
     newTaskId: () => `id-${n++}`,
   };
 };

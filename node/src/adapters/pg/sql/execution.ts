@@ -107,8 +107,9 @@ SELECT ${FAILURE_COLUMNS}
 /**
  * settle-failures: applies decided failures to locked rows, in one statement.
  * $1 ids uuid[], $2 run_at_ms float8[] (current), $3 next_run_at_ms float8[]
- * (NULL: dead), $4 last_error jsonb[] , $5 now_ms → the rows changed, with
- * their new status. Every settled row gets a new fencing token, so nothing
+ * (NULL: dead), $4 last_error jsonb[] , $5 now_ms, $6 attempt int[] (the
+ * row's attempt, or one less for an attempt given back) → the rows changed,
+ * with their new status. Every settled row gets a new fencing token, so nothing
  * the failed attempt's holder sends afterwards can match. Retried rows may
  * move to a later day's partition (Postgres moves a row whose partition key
  * changes: delete from the old partition, insert into the new one).
@@ -117,14 +118,15 @@ export const SETTLE_FAILURES = `
 WITH decided AS (
   SELECT d.id, ${ts("d.run_at_ms")} AS run_at,
          CASE WHEN d.next_ms IS NULL THEN NULL ELSE ${ts("d.next_ms")} END AS next_run_at,
-         d.last_error
-    FROM unnest($1::uuid[], $2::float8[], $3::float8[], $4::jsonb[])
-         AS d (id, run_at_ms, next_ms, last_error)
+         d.last_error, d.attempt
+    FROM unnest($1::uuid[], $2::float8[], $3::float8[], $4::jsonb[], $6::int[])
+         AS d (id, run_at_ms, next_ms, last_error, attempt)
 )
 UPDATE tasks t
    SET status = CASE WHEN d.next_run_at IS NULL THEN 'DEAD' ELSE 'SCHEDULED' END,
        run_at = coalesce(d.next_run_at, t.run_at),
        fencing_token = nextval('fencing_token_seq'),
+       attempt = d.attempt,
        last_error = d.last_error,
        lease_expires_at = NULL,
        failed_at = ${ts("$5")},

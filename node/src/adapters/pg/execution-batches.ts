@@ -1,0 +1,157 @@
+/**
+ * The worker's coalesced starts and completions (login role only): the calls
+ * of one event-loop turn that name their run_at become one START_MANY or
+ * COMPLETE_MANY statement (coalescer.ts); each caller gets its own row, or
+ * null when its fenced test matched nothing.
+ */
+
+import type { ExecutionRef } from "../../ports/execution-store.js";
+import type { DueEntry } from "../../ports/hot-tier.js";
+import { Coalescer, type Settled } from "./coalescer.js";
+import { isDataException } from "./errors.js";
+import { type FencedCalls, isoOf } from "./fenced-calls.js";
+import type { PgPool } from "./pool.js";
+import { releaseTerminal } from "./release-terminal.js";
+import { COMPLETE_MANY, START_MANY } from "./sql/execution.js";
+
+type RefWithRunAt = ExecutionRef & { runAtMs: number };
+
+export interface StartInput {
+  ref: RefWithRunAt;
+  workerId: string;
+  leaseMs: number;
+  nowMs: number;
+}
+export interface CompleteInput {
+  ref: RefWithRunAt;
+  resultJson: string;
+  nowMs: number;
+}
+// biome-ignore lint/suspicious/noExplicitAny: a row of START_MANY, read field by field
+export type StartRow = any;
+// biome-ignore lint/suspicious/noExplicitAny: a row of START_MANY or COMPLETE_MANY
+type Row = any;
+
+export class ExecutionBatches {
+  private readonly starts: Coalescer<StartInput, StartRow | null>;
+  /** A completion's value: the workflow nodes it released, or null (stale). */
+  private readonly completions: Coalescer<CompleteInput, DueEntry[] | null>;
+
+  constructor(
+    private readonly pool: PgPool,
+    private readonly calls: FencedCalls,
+    maxBatch: number,
+  ) {
+    this.starts = new Coalescer((inputs) => this.startMany(inputs), maxBatch);
+    this.completions = new Coalescer((inputs) => this.completeMany(inputs), maxBatch);
+  }
+
+  /** The started row (as START returns it), or null: not ARMED with this token. */
+  start(input: StartInput): Promise<StartRow | null> {
+    return this.starts.submit(input);
+  }
+
+  /** The workflow nodes the completion released, or null: not RUNNING with this token. */
+  complete(input: CompleteInput): Promise<DueEntry[] | null> {
+    return this.completions.submit(input);
+  }
+
+  /** The coalesced starts of one event-loop turn: one statement; each caller gets its row or null. */
+  private async startMany(inputs: StartInput[]): Promise<Array<Settled<StartRow | null>>> {
+    const answers: Array<Settled<StartRow | null>> = [];
+    // One statement per (worker, lease) — in practice one: a store serves one executor.
+    for (const group of groupBy(inputs, (i) => `${i.leaseMs}|${i.workerId}`)) {
+      const { workerId, leaseMs } = group[0]!;
+      const refs = group.map((i) => i.ref);
+      const result = await this.pool.query(START_MANY, [
+        refs.map((r) => r.tenantId),
+        refs.map((r) => r.taskId),
+        refs.map((r) => r.fencingToken),
+        refs.map((r) => r.runAtMs),
+        workerId,
+        group.map((i) => i.nowMs),
+        leaseMs,
+        ...runAtBounds(refs),
+      ]);
+      const rows = byIdAndToken(result.rows);
+      for (const input of group)
+        answers[inputs.indexOf(input)] = { ok: true, value: take(rows, input.ref) };
+    }
+    return answers;
+  }
+
+  /**
+   * The coalesced completions of one event-loop turn. A result Postgres
+   * refuses (a data exception) would fail the whole statement: then each row
+   * goes alone, so only its own caller sees the refusal.
+   */
+  private async completeMany(inputs: CompleteInput[]): Promise<Array<Settled<DueEntry[] | null>>> {
+    const once = (group: CompleteInput[]) =>
+      this.calls.transaction(async (db) => {
+        const refs = group.map((i) => i.ref);
+        const result = await db.query(COMPLETE_MANY, [
+          refs.map((r) => r.tenantId),
+          refs.map((r) => r.taskId),
+          refs.map((r) => r.fencingToken),
+          refs.map((r) => r.runAtMs),
+          group.map((i) => i.resultJson),
+          group.map((i) => i.nowMs),
+          ...runAtBounds(refs),
+        ]);
+        // One release per completed workflow node, in this transaction, for all
+        // the workflows of the batch (locked in id order).
+        const released = await releaseTerminal(db, result.rows, group[0]!.nowMs);
+        const rows = byIdAndToken(result.rows);
+        return group.map((i): Settled<DueEntry[] | null> => {
+          const row = take(rows, i.ref);
+          return { ok: true, value: row ? (released.get(row.id) ?? []) : null };
+        });
+      });
+    try {
+      return await once(inputs);
+    } catch (error) {
+      if (!isDataException(error) || inputs.length === 1) throw error;
+      return Promise.all(
+        inputs.map((input) =>
+          once([input]).then(
+            (answers) => answers[0]!,
+            (e: unknown): Settled<DueEntry[] | null> => ({ ok: false, error: e }),
+          ),
+        ),
+      );
+    }
+  }
+}
+
+/** Plain bounds on run_at, so the planner prunes partitions of a coalesced statement. */
+function runAtBounds(refs: ReadonlyArray<{ runAtMs: number }>): [string, string] {
+  let min = Number.POSITIVE_INFINITY;
+  let max = Number.NEGATIVE_INFINITY;
+  for (const r of refs) {
+    if (r.runAtMs < min) min = r.runAtMs;
+    if (r.runAtMs > max) max = r.runAtMs;
+  }
+  return [isoOf(min), isoOf(max)];
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): T[][] {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return [...groups.values()];
+}
+
+const byIdAndToken = (rows: Row[]): Map<string, Row> =>
+  new Map(rows.map((row) => [`${row.id}:${row.token}`, row]));
+
+/** A row answers one caller only: the same task twice in a batch starts once, the other is stale. */
+function take(rows: Map<string, Row>, ref: ExecutionRef): Row | null {
+  const key = `${ref.taskId.toLowerCase()}:${ref.fencingToken}`;
+  const row = rows.get(key) ?? null;
+  rows.delete(key);
+  return row;
+}

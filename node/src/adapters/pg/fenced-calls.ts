@@ -1,0 +1,116 @@
+/**
+ * How the execution store talks to Postgres for one call: the ref checks
+ * (a malformed id or token can match nothing), the "0 rows → stale or
+ * not_found" classification, transactions, tenant scope under row-level
+ * security, and the retry of statements that lost a race with a partition
+ * move.
+ */
+import type pg from "pg";
+import type { ExecutionRef } from "../../ports/execution-store.js";
+import { fromPgError } from "./errors.js";
+import { type PgPool, withTenant } from "./pool.js";
+import { TASK_STATUS } from "./sql/execution.js";
+
+/** A pool (one statement, autocommit) or a client inside a transaction. */
+export type Queryable = Pick<pg.PoolClient, "query">;
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const TOKEN = /^[1-9][0-9]{0,17}$/; // any bigint the sequence can hand out soon
+
+export type Missing = { kind: "stale" } | { kind: "not_found" };
+
+export class FencedCalls {
+  constructor(
+    private readonly pool: PgPool,
+    private readonly rowLevelSecurity: boolean,
+    private readonly maxRetries: number,
+  ) {}
+
+  /**
+   * Runs a fenced call: `attempt` answers null for "0 rows", which becomes
+   * `stale` or `not_found` after one more look (inside the same transaction
+   * under row-level security). Malformed ids and tokens can match nothing.
+   */
+  async fenced<T>(
+    ref: ExecutionRef,
+    operation: string,
+    attempt: (db: Queryable) => Promise<T | null>,
+    needsTransaction = false,
+  ): Promise<T | Missing> {
+    if (!UUID.test(ref.taskId) || !UUID.test(ref.tenantId)) return { kind: "not_found" };
+    const badRunAt = ref.runAtMs !== undefined && Number.isNaN(new Date(ref.runAtMs).getTime());
+    if (!TOKEN.test(ref.fencingToken) || badRunAt) return this.staleOrMissing(ref, operation);
+    const run = async (db: Queryable) => (await attempt(db)) ?? (await classify(db, ref));
+    try {
+      return await this.withRetries(() =>
+        needsTransaction || this.rowLevelSecurity
+          ? withTenant(this.pool, ref.tenantId, run)
+          : run(this.pool),
+      );
+    } catch (error) {
+      throw fromPgError(error, operation);
+    }
+  }
+
+  /** One read scoped to a tenant: in a tenant transaction under row-level security, else on the pool. */
+  scoped<T>(tenantId: string, fn: (db: Queryable) => Promise<T>): Promise<T> {
+    return this.rowLevelSecurity ? withTenant(this.pool, tenantId, fn) : fn(this.pool);
+  }
+
+  /** A tenant transaction with the partition-move retry (API role and login role alike). */
+  inTenant<T>(tenantId: string, fn: (db: Queryable) => Promise<T>): Promise<T> {
+    return this.withRetries(() => withTenant(this.pool, tenantId, fn));
+  }
+
+  async transaction<T>(fn: (db: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const result = await fn(client);
+      await client.query("COMMIT");
+      client.release();
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      client.release(error instanceof Error ? error : true);
+      throw error;
+    }
+  }
+
+  /** A statement that waited on a row another transaction moved to another partition fails with 40001. */
+  async withRetries<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (error) {
+        const code = (error as { code?: unknown } | null)?.code;
+        // 40P01: two coalesced statements locked the same rows in opposite orders.
+        if ((code !== "40001" && code !== "40P01") || attempt >= this.maxRetries) throw error;
+      }
+    }
+  }
+
+  private async staleOrMissing(ref: ExecutionRef, operation: string): Promise<Missing> {
+    try {
+      return await this.scoped(ref.tenantId, (db) => classify(db, ref));
+    } catch (error) {
+      throw fromPgError(error, operation);
+    }
+  }
+}
+
+async function classify(db: Queryable, ref: ExecutionRef): Promise<Missing> {
+  const found = await db.query(TASK_STATUS, [ref.tenantId, ref.taskId]);
+  return found.rowCount === 0 ? { kind: "not_found" } : { kind: "stale" };
+}
+
+export const hasRunAt = (ref: ExecutionRef): ref is ExecutionRef & { runAtMs: number } =>
+  ref.runAtMs !== undefined;
+
+export const isoOf = (epochMs: number): string => new Date(epochMs).toISOString();
+
+/** Index of a statement's two forms (sql/execution.ts): without, or with, the run_at test. */
+export const withRunAt = (ref: ExecutionRef): 0 | 1 => (ref.runAtMs === undefined ? 0 : 1);
+
+export const withRunAtParam = (ref: ExecutionRef, params: unknown[]): unknown[] =>
+  ref.runAtMs === undefined ? params : [...params, isoOf(ref.runAtMs)];
