@@ -107,6 +107,9 @@ export async function startWorker(
       random: Math.random,
       newId,
       coalesceMax: 256,
+      // Half the pool each for starts and completions: the rest of the calls queue into the
+      // next statement rather than for a connection.
+      coalesceMaxInFlight: Math.max(1, Math.floor(config.workerPgPoolSize / 2)),
     });
     const executor = new Executor(
       { store, handlers: registry, clock, metrics, addDue: (e) => hotTier.addDue(e), onError },

@@ -9,10 +9,11 @@ import type { ExecutionRef } from "../../ports/execution-store.js";
 import type { DueEntry } from "../../ports/hot-tier.js";
 import { Coalescer, type Settled } from "./coalescer.js";
 import { isDataException } from "./errors.js";
+import type { Queryable } from "./fenced-calls.js";
 import { type FencedCalls, isoOf } from "./fenced-calls.js";
 import type { PgPool } from "./pool.js";
 import { releaseTerminal } from "./release-terminal.js";
-import { COMPLETE_MANY, START_MANY } from "./sql/execution.js";
+import { COMPLETE_MANY, COMPLETE_MANY_OUTSIDE_WORKFLOWS, START_MANY } from "./sql/execution.js";
 
 type RefWithRunAt = ExecutionRef & { runAtMs: number };
 
@@ -41,9 +42,10 @@ export class ExecutionBatches {
     private readonly pool: PgPool,
     private readonly calls: FencedCalls,
     maxBatch: number,
+    maxInFlight: number,
   ) {
-    this.starts = new Coalescer((inputs) => this.startMany(inputs), maxBatch);
-    this.completions = new Coalescer((inputs) => this.completeMany(inputs), maxBatch);
+    this.starts = new Coalescer((inputs) => this.startMany(inputs), maxBatch, maxInFlight);
+    this.completions = new Coalescer((inputs) => this.completeMany(inputs), maxBatch, maxInFlight);
   }
 
   /** The started row (as START returns it), or null: not ARMED with this token. */
@@ -81,32 +83,38 @@ export class ExecutionBatches {
   }
 
   /**
-   * The coalesced completions of one event-loop turn. A result Postgres
-   * refuses (a data exception) would fail the whole statement: then each row
-   * goes alone, so only its own caller sees the refusal.
+   * The coalesced completions of one event-loop turn. Tasks of no workflow
+   * (nearly all) complete in one statement on its own; what it leaves —
+   * workflow nodes, whose release must share the completion's transaction,
+   * and stale tokens — goes on in a transaction with the release. A result
+   * Postgres refuses (a data exception) would fail the whole statement: then
+   * each row goes alone, so only its own caller sees the refusal.
    */
   private async completeMany(inputs: CompleteInput[]): Promise<Array<Settled<DueEntry[] | null>>> {
-    const once = (group: CompleteInput[]) =>
-      this.calls.transaction(async (db) => {
-        const refs = group.map((i) => i.ref);
-        const result = await db.query(COMPLETE_MANY, [
-          refs.map((r) => r.tenantId),
-          refs.map((r) => r.taskId),
-          refs.map((r) => r.fencingToken),
-          refs.map((r) => r.runAtMs),
-          group.map((i) => i.resultJson),
-          group.map((i) => i.nowMs),
-          ...runAtBounds(refs),
-        ]);
+    const once = async (group: CompleteInput[]): Promise<Array<Settled<DueEntry[] | null>>> => {
+      const answers = new Array<Settled<DueEntry[] | null>>(group.length);
+      const direct = await completeStatement(this.pool, COMPLETE_MANY_OUTSIDE_WORKFLOWS, group);
+      const rest: CompleteInput[] = [];
+      group.forEach((input, i) => {
+        if (take(direct, input.ref)) answers[i] = { ok: true, value: [] };
+        else rest.push(input);
+      });
+      if (rest.length === 0) return answers;
+      const released = await this.calls.transaction(async (db) => {
+        const rows = await completeStatement(db, COMPLETE_MANY, rest);
         // One release per completed workflow node, in this transaction, for all
         // the workflows of the batch (locked in id order).
-        const released = await releaseTerminal(db, result.rows, group[0]!.nowMs);
-        const rows = byIdAndToken(result.rows);
-        return group.map((i): Settled<DueEntry[] | null> => {
-          const row = take(rows, i.ref);
-          return { ok: true, value: row ? (released.get(row.id) ?? []) : null };
+        const releases = await releaseTerminal(db, [...rows.values()], rest[0]!.nowMs);
+        return rest.map((input) => {
+          const row = take(rows, input.ref);
+          return row ? (releases.get(row.id) ?? []) : null;
         });
       });
+      let next = 0;
+      for (let i = 0; i < group.length; i++)
+        answers[i] ??= { ok: true, value: released[next++] ?? null };
+      return answers;
+    };
     try {
       return await once(inputs);
     } catch (error) {
@@ -121,6 +129,25 @@ export class ExecutionBatches {
       );
     }
   }
+}
+
+/** One COMPLETE_MANY (or its outside-workflows form) over the inputs: the completed rows by id and token. */
+async function completeStatement(
+  db: Queryable,
+  sql: string,
+  inputs: readonly CompleteInput[],
+): Promise<Map<string, Row>> {
+  const refs = inputs.map((i) => i.ref);
+  const result = await db.query(sql, [
+    refs.map((r) => r.tenantId),
+    refs.map((r) => r.taskId),
+    refs.map((r) => r.fencingToken),
+    refs.map((r) => r.runAtMs),
+    inputs.map((i) => i.resultJson),
+    inputs.map((i) => i.nowMs),
+    ...runAtBounds(refs),
+  ]);
+  return byIdAndToken(result.rows);
 }
 
 /** Plain bounds on run_at, so the planner prunes partitions of a coalesced statement. */

@@ -66,6 +66,8 @@ export interface PgExecutionStoreOptions {
    * 0 or absent: one statement per call).
    */
   coalesceMax?: number;
+  /** Coalesced statements of each kind (starts, completions) out at once; more calls wait and join the next. */
+  coalesceMaxInFlight?: number;
 }
 
 const START = [startTask(false), startTask(true)] as const;
@@ -88,7 +90,12 @@ export class PgExecutionStore implements ExecutionStore {
     );
     const max = options.coalesceMax ?? 0;
     if (max > 1 && !options.rowLevelSecurity) {
-      this.batches = new ExecutionBatches(pool, this.calls, max);
+      this.batches = new ExecutionBatches(
+        pool,
+        this.calls,
+        max,
+        options.coalesceMaxInFlight ?? Number.POSITIVE_INFINITY,
+      );
     }
   }
 

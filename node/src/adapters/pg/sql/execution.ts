@@ -227,8 +227,10 @@ RETURNING t.id, t.fencing_token::text AS token, t.attempt, t.max_attempts, t.tim
  * $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[], $4 run_at_ms
  * float8[], $5 results text[] (JSON), $6 now_ms float8[], $7 min run_at,
  * $8 max run_at → one row (id, token, run_at_ms, workflow_id) per task completed.
+ * `outsideWorkflows`: only tasks of no workflow, which need no release in the
+ * same transaction, so the statement may run on its own (autocommit).
  */
-export const COMPLETE_MANY = `
+const completeMany = (outsideWorkflows: boolean) => `
 UPDATE tasks t
    SET status = 'COMPLETED',
        result = r.result::jsonb,
@@ -239,8 +241,10 @@ UPDATE tasks t
        AS r (tenant_id, id, token, run_at_ms, result, now_ms)
  WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
    AND t.status = 'RUNNING' AND t.run_at = ${ts("r.run_at_ms")}
-   AND t.run_at >= $7::timestamptz AND t.run_at <= $8::timestamptz
+   AND t.run_at >= $7::timestamptz AND t.run_at <= $8::timestamptz${outsideWorkflows ? "\n   AND t.workflow_id IS NULL" : ""}
 RETURNING t.id, t.fencing_token::text AS token, ${msOf("t.run_at")} AS run_at_ms, t.workflow_id`;
+export const COMPLETE_MANY = completeMany(false);
+export const COMPLETE_MANY_OUTSIDE_WORKFLOWS = completeMany(true);
 
 /**
  * cancel-failed: $1 ids uuid[], $2 run_at_ms float8[] (current), $3 last_error
