@@ -8,7 +8,7 @@
 import type pg from "pg";
 import type { ExecutionRef } from "../../ports/execution-store.js";
 import { fromPgError } from "./errors.js";
-import { type PgPool, withTenant } from "./pool.js";
+import { type PgPool, withTenant, withTransaction } from "./pool.js";
 import { TASK_STATUS } from "./sql/execution.js";
 
 /** A pool (one statement, autocommit) or a client inside a transaction. */
@@ -62,19 +62,8 @@ export class FencedCalls {
     return this.withRetries(() => withTenant(this.pool, tenantId, fn));
   }
 
-  async transaction<T>(fn: (db: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    try {
-      await client.query("BEGIN");
-      const result = await fn(client);
-      await client.query("COMMIT");
-      client.release();
-      return result;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      client.release(error instanceof Error ? error : true);
-      throw error;
-    }
+  transaction<T>(fn: (db: Queryable) => Promise<T>): Promise<T> {
+    return withTransaction(this.pool, fn);
   }
 
   /** A statement that waited on a row another transaction moved to another partition fails with 40001. */

@@ -36,17 +36,28 @@ export function createPgPool(options: PgPoolOptions): PgPool {
 }
 
 /** Runs `fn` in a transaction scoped to one tenant (for row-level security). */
-export async function withTenant<T>(
+export function withTenant<T>(
   pool: PgPool,
   tenantId: string,
   fn: (client: pg.PoolClient) => Promise<T>,
 ): Promise<T> {
+  // One round trip for both; the id is a validated UUID, safe to inline.
+  return withTransaction(
+    pool,
+    fn,
+    `BEGIN; SELECT set_config('app.tenant_id', ${pg.escapeLiteral(tenantId)}, true)`,
+  );
+}
+
+/** Runs `fn` in a transaction on one client: committed if it resolves, rolled back if it throws. */
+export async function withTransaction<T>(
+  pool: PgPool,
+  fn: (client: pg.PoolClient) => Promise<T>,
+  begin = "BEGIN",
+): Promise<T> {
   const client = await pool.connect();
   try {
-    // One round trip for both; the id is a validated UUID, safe to inline.
-    await client.query(
-      `BEGIN; SELECT set_config('app.tenant_id', ${pg.escapeLiteral(tenantId)}, true)`,
-    );
+    await client.query(begin);
     const result = await fn(client);
     await client.query("COMMIT");
     client.release();
