@@ -118,6 +118,18 @@ const child = (roles: string, env: Record<string, string> = {}): ChildProcess =>
     profileArgs,
   );
 
+/**
+ * The offered tasks all belong to one tenant, so this is a single-tenant
+ * deployment: the per-tenant cap (a fairness limit between tenants, half the
+ * queue by default) is lifted to the queue's concurrency, which is raised to
+ * 512 slots (a no-op task holds one through its Postgres start and commit).
+ * Either can be overridden from the environment.
+ */
+const SINGLE_TENANT_WORKER = {
+  CF_WORKER_CONCURRENCY_STANDARD: process.env.CF_WORKER_CONCURRENCY_STANDARD ?? "512",
+  CF_WORKER_TENANT_CONCURRENCY: process.env.CF_WORKER_TENANT_CONCURRENCY ?? "512",
+};
+
 interface Roles {
   api: ChildProcess;
   dispatcher: ChildProcess;
@@ -133,7 +145,7 @@ async function startRoles(children: ChildProcess[]): Promise<Roles> {
   await readyMetricsPort(dispatcher, "dispatcher");
   const workers = [];
   for (let i = 0; i < workerProcesses; i++) {
-    const worker = child("worker");
+    const worker = child("worker", SINGLE_TENANT_WORKER);
     children.push(worker);
     // `ready` comes once the worker's consumers have joined their groups.
     workers.push({ process: worker, metricsPort: await readyMetricsPort(worker, "worker") });
@@ -328,7 +340,11 @@ async function main(): Promise<void> {
   );
   const ours = args["peer-only"] ? null : await runChronofence();
   if (ours) {
-    log(`Chronofence (${workerProcesses} worker process(es)):`);
+    log(
+      `Chronofence (${workerProcesses} worker process(es), standard concurrency ` +
+        `${SINGLE_TENANT_WORKER.CF_WORKER_CONCURRENCY_STANDARD}, per tenant ` +
+        `${SINGLE_TENANT_WORKER.CF_WORKER_TENANT_CONCURRENCY}):`,
+    );
     log(
       `  accepted ${ours.accepted}/${ours.offered} (rejected ${ours.rejected}, not sent ${ours.not_sent_backpressure}); ` +
         `completed ${ours.completed} (${ours.completed_per_s}/s in the plateau); lost ${ours.lost}, ` +
@@ -388,6 +404,7 @@ async function main(): Promise<void> {
         run_at_lead_ms: [leadMs, leadMs + spreadMs],
         load_avg_before: loadAvgBefore,
         cores: os.cpus().length,
+        worker_env: SINGLE_TENANT_WORKER,
         ...(ours ?? { publish: null, worker_start: null }),
         peer,
       }),
