@@ -1,4 +1,4 @@
--- 000008: tenant defaults for the retry policy (domain/retry-defaults.ts).
+-- 000009: tenant defaults for the retry policy (domain/retry-defaults.ts).
 --
 -- tenants.default_max_attempts, default_backoff_base_ms, default_backoff_max_ms:
 --   what a task of this tenant gets when its request does not name the field;

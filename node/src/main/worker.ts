@@ -133,6 +133,7 @@ export async function startWorker(
       // Twice the slots: a message is ready the moment one frees, and a tenant at its cap
       // holds back the fetch only once it fills the margin.
       maxInFlight: concurrency * 2,
+      maxRetained: 100_000,
       commitIntervalMs: 200,
       sessionTimeoutMs: config.workerSessionTimeoutMs,
       onError: (error) => onError(error, `kafka consumer ${queue}`),

@@ -219,6 +219,39 @@ describe("coalesced starts and completions", () => {
   });
 });
 
+describe("coalesced completions of workflow nodes", () => {
+  it("a node's refused completion fails only its caller: the others' are already committed", async () => {
+    const coalesced = new PgExecutionStore(ownerPool, {
+      rowLevelSecurity: false,
+      random: () => 0,
+      newId: randomUUID,
+      coalesceMax: 64,
+    });
+    const [a, node, b] = (await Promise.all([1, 2, 3].map(() => armedTask()))) as [
+      Armed,
+      Armed,
+      Armed,
+    ];
+    // A workflow node goes to the transaction with the release, past the plain statement.
+    await withPg(fixture.db.url, (c) =>
+      c.query("UPDATE tasks SET workflow_id = $2 WHERE id = $1", [node.taskId, randomUUID()]),
+    );
+    const now = Date.now();
+    await Promise.all([a, node, b].map((t) => coalesced.start(t, "w", 5000, now)));
+    const completions = await Promise.allSettled([
+      coalesced.complete(a, "1", now + 1),
+      coalesced.complete(node, '"\\u0000"', now + 1), // jsonb refuses a NUL: the transaction fails
+      coalesced.complete(b, "2", now + 1),
+    ]);
+    expect(completions.map((c) => (c.status === "fulfilled" ? c.value.kind : "rejected"))).toEqual([
+      "completed",
+      "rejected",
+      "completed",
+    ]);
+    expect((await rowOf(node.taskId)).status).toBe("RUNNING");
+  });
+});
+
 describe("failures", () => {
   it("a retryable failure goes back to SCHEDULED after the backoff, with a new token", async () => {
     const task = await armedTask({ key: `k-${randomUUID()}` });

@@ -29,6 +29,8 @@ export interface TaskConsumerOptions {
   kind: TopicKind;
   /** Messages handed to the handler and not finished yet, at most. */
   maxInFlight: number;
+  /** Messages handed out and not yet past their partition's commit point, at most. */
+  maxRetained: number;
   commitIntervalMs: number;
   sessionTimeoutMs: number;
   onError: (error: unknown) => void;
@@ -40,6 +42,8 @@ export interface TaskConsumerOptions {
  * (the worker is stopping). Never rejects.
  */
 export type MessageHandler = (value: Buffer | null) => Promise<boolean>;
+
+const FINAL_COMMIT_TIMEOUT_MS = 5000;
 
 export class KafkaTaskConsumer {
   private readonly consumer: Consumer;
@@ -122,15 +126,24 @@ export class KafkaTaskConsumer {
    */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.consumer.pause([{ topic: this.topic }]);
+    try {
+      this.consumer.pause([{ topic: this.topic }]);
+    } catch (error) {
+      // A consumer that crashed and awaits its restart has no group to pause; stopping it is all.
+      this.options.onError(error);
+    }
     this.wakeRoom();
-    await new Promise<void>((resolve) => {
-      const check = () => (this.inFlight === 0 ? resolve() : this.roomWaiters.push(check));
-      check();
-    });
-    clearInterval(this.commitTimer);
-    await this.commit();
-    await this.consumer.disconnect().catch((error: unknown) => this.options.onError(error));
+    try {
+      await new Promise<void>((resolve) => {
+        const check = () => (this.inFlight === 0 ? resolve() : this.roomWaiters.push(check));
+        check();
+      });
+      // kafkajs retries a commit for minutes while the broker is away; the messages come back instead.
+      await withTimeout(this.commit(), FINAL_COMMIT_TIMEOUT_MS);
+    } finally {
+      clearInterval(this.commitTimer);
+      await this.consumer.disconnect().catch((error: unknown) => this.options.onError(error));
+    }
   }
 
   private hand(handle: MessageHandler, partition: number, offset: string, value: Buffer | null) {
@@ -146,9 +159,18 @@ export class KafkaTaskConsumer {
       });
   }
 
-  /** Waits while `maxInFlight` messages are unfinished: the fetch goes no further ahead. */
+  /**
+   * Waits while `maxInFlight` messages are unfinished, or `maxRetained` are
+   * held behind an unfinished one (a long task holds its partition's commit
+   * point; what finished after it is kept until it does): the fetch goes no
+   * further ahead.
+   */
   private async room(): Promise<void> {
-    while (this.inFlight >= this.options.maxInFlight && !this.stopping) {
+    while (
+      (this.inFlight >= this.options.maxInFlight ||
+        this.watermarks.retained >= this.options.maxRetained) &&
+      !this.stopping
+    ) {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
   }
@@ -175,4 +197,12 @@ export class KafkaTaskConsumer {
     });
     return this.committing;
   }
+}
+
+function withTimeout(promise: Promise<void>, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, timeoutMs);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

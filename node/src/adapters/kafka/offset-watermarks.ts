@@ -33,6 +33,12 @@ export interface Commit {
 export class OffsetWatermarks {
   private partitions = new Map<number, PartitionState>();
   private generation = 0;
+  private retainedCount = 0;
+
+  /** Handouts not yet past their partition's commit point (finished or not). */
+  get retained(): number {
+    return this.retainedCount;
+  }
 
   /** Hands out a message's offset; offsets of one partition must come in increasing order. */
   begin(partition: number, offset: string): Handout {
@@ -43,6 +49,7 @@ export class OffsetWatermarks {
     }
     const handout: Handout = { partition, offset, generation: this.generation, done: false };
     state.handedOut.push(handout);
+    this.retainedCount++;
     return handout;
   }
 
@@ -54,6 +61,7 @@ export class OffsetWatermarks {
     while (state.head < handedOut.length && handedOut[state.head]!.done) {
       state.committable = (BigInt(handedOut[state.head]!.offset) + 1n).toString();
       state.head++;
+      this.retainedCount--;
     }
     // Drop the done prefix now and then rather than shift() on every message.
     if (state.head > 1024 && state.head * 2 > handedOut.length) {
@@ -84,5 +92,6 @@ export class OffsetWatermarks {
   reset(): void {
     this.partitions = new Map();
     this.generation++;
+    this.retainedCount = 0;
   }
 }

@@ -86,48 +86,64 @@ export class ExecutionBatches {
    * The coalesced completions of one event-loop turn. Tasks of no workflow
    * (nearly all) complete in one statement on its own; what it leaves —
    * workflow nodes, whose release must share the completion's transaction,
-   * and stale tokens — goes on in a transaction with the release. A result
-   * Postgres refuses (a data exception) would fail the whole statement: then
-   * each row goes alone, so only its own caller sees the refusal.
+   * and stale tokens — goes on in a transaction with the release. If that
+   * transaction fails, only its own callers see the failure: the others'
+   * completions are already committed. A result Postgres refuses (a data
+   * exception) would fail a whole statement: then each row goes alone, so
+   * only its own caller sees the refusal.
    */
   private async completeMany(inputs: CompleteInput[]): Promise<Array<Settled<DueEntry[] | null>>> {
-    const once = async (group: CompleteInput[]): Promise<Array<Settled<DueEntry[] | null>>> => {
-      const answers = new Array<Settled<DueEntry[] | null>>(group.length);
-      const direct = await completeStatement(this.pool, COMPLETE_MANY_OUTSIDE_WORKFLOWS, group);
-      const rest: CompleteInput[] = [];
-      group.forEach((input, i) => {
-        if (take(direct, input.ref)) answers[i] = { ok: true, value: [] };
-        else rest.push(input);
-      });
-      if (rest.length === 0) return answers;
-      const released = await this.calls.transaction(async (db) => {
-        const rows = await completeStatement(db, COMPLETE_MANY, rest);
-        // One release per completed workflow node, in this transaction, for all
-        // the workflows of the batch (locked in id order).
-        const releases = await releaseTerminal(db, [...rows.values()], rest[0]!.nowMs);
-        return rest.map((input) => {
-          const row = take(rows, input.ref);
-          return row ? (releases.get(row.id) ?? []) : null;
-        });
-      });
-      let next = 0;
-      for (let i = 0; i < group.length; i++)
-        answers[i] ??= { ok: true, value: released[next++] ?? null };
-      return answers;
-    };
+    let direct: Map<string, Row>;
     try {
-      return await once(inputs);
+      direct = await completeStatement(this.pool, COMPLETE_MANY_OUTSIDE_WORKFLOWS, inputs);
     } catch (error) {
-      if (!isDataException(error) || inputs.length === 1) throw error;
-      return Promise.all(
-        inputs.map((input) =>
-          once([input]).then(
-            (answers) => answers[0]!,
-            (e: unknown): Settled<DueEntry[] | null> => ({ ok: false, error: e }),
-          ),
-        ),
-      );
+      return this.oneByOneIfRefused(inputs, error);
     }
+    const answers = new Array<Settled<DueEntry[] | null>>(inputs.length);
+    const rest: CompleteInput[] = [];
+    inputs.forEach((input, i) => {
+      if (take(direct, input.ref)) answers[i] = { ok: true, value: [] };
+      else rest.push(input);
+    });
+    if (rest.length > 0) {
+      const restAnswers = await this.completeReleasing(rest).catch((error: unknown) =>
+        this.oneByOneIfRefused(rest, error),
+      );
+      let next = 0;
+      for (let i = 0; i < inputs.length; i++) answers[i] ??= restAnswers[next++]!;
+    }
+    return answers;
+  }
+
+  /** COMPLETE_MANY and the workflow release, in one transaction. */
+  private completeReleasing(inputs: CompleteInput[]): Promise<Array<Settled<DueEntry[] | null>>> {
+    return this.calls.transaction(async (db) => {
+      const rows = await completeStatement(db, COMPLETE_MANY, inputs);
+      // One release per completed workflow node, in this transaction, for all
+      // the workflows of the batch (locked in id order).
+      const releases = await releaseTerminal(db, [...rows.values()], inputs[0]!.nowMs);
+      return inputs.map((input): Settled<DueEntry[] | null> => {
+        const row = take(rows, input.ref);
+        return { ok: true, value: row ? (releases.get(row.id) ?? []) : null };
+      });
+    });
+  }
+
+  /** After a statement over several inputs failed: a data exception is retried per input; anything else fails them all. */
+  private async oneByOneIfRefused(
+    inputs: CompleteInput[],
+    error: unknown,
+  ): Promise<Array<Settled<DueEntry[] | null>>> {
+    if (!isDataException(error) || inputs.length === 1)
+      return inputs.map(() => ({ ok: false, error }));
+    return Promise.all(
+      inputs.map((input) =>
+        this.completeMany([input]).then(
+          (answers) => answers[0]!,
+          (e: unknown): Settled<DueEntry[] | null> => ({ ok: false, error: e }),
+        ),
+      ),
+    );
   }
 }
 

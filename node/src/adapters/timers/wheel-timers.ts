@@ -10,8 +10,8 @@ import { workerThreadDriver } from "../../timers/worker-thread-driver.js";
  * with the injected clock.
  */
 export function wheelTimers(clock: Clock): PreciseTimers {
-  // The sleeper-thread driver, not Timers' default: a dispatcher runs one Timers per owned shard
-  // on a busy event loop, where the main-thread driver's setImmediate turns would compete with I/O.
+  // The sleeper-thread driver, not Timers' default: a dispatcher runs its Timers on a busy event
+  // loop, where the main-thread driver's setImmediate turns would compete with I/O.
   const timers = new Timers({ wallNowMs: () => clock.nowMs(), driver: workerThreadDriver });
   return {
     at: (epochMs, callback) => timers.at(epochMs, callback),

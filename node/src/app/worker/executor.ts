@@ -272,6 +272,8 @@ export class Executor {
     const timeout = setTimeout(() => abort("timeout"), execution.timeoutMs);
     const onStop = () => abort("stop");
     this.stopping.signal.addEventListener("abort", onStop, { once: true });
+    // A start that resolved after the stop: the listener above will never fire.
+    if (this.stopping.signal.aborted) onStop();
     const heartbeat = setInterval(() => {
       const nowMs = this.deps.clock.nowMs();
       this.deps.store.heartbeat(ref, this.options.workerId, this.options.leaseMs, nowMs).then(
@@ -283,11 +285,13 @@ export class Executor {
     }, this.options.heartbeatMs);
     const startedMs = this.deps.clock.monotonicMs();
     try {
-      const aborted = new Promise<never>((_, reject) =>
-        controller.signal.addEventListener("abort", () => reject(controller.signal.reason), {
-          once: true,
-        }),
-      );
+      const aborted = new Promise<never>((_, reject) => {
+        if (controller.signal.aborted) reject(controller.signal.reason);
+        else
+          controller.signal.addEventListener("abort", () => reject(controller.signal.reason), {
+            once: true,
+          });
+      });
       const result = await Promise.race([
         handler(envelope.payload, {
           taskId: envelope.taskId,

@@ -31,7 +31,10 @@ class ScriptedStore implements ExecutionStore {
   interruptFailures = 0;
   heartbeats = 0;
 
+  /** When set, start() waits for it (a slow Postgres). */
+  startGate: Promise<void> | null = null;
   async start() {
+    if (this.startGate) await this.startGate;
     return this.startAnswer;
   }
   async heartbeat() {
@@ -206,6 +209,24 @@ describe("Executor", () => {
       expect.objectContaining({ code: "worker_stopping", retryable: true }),
     ]);
     expect(added).toEqual([{ tenantId: "t", taskId: "x", runAtMs: 0 }]);
+  });
+
+  it("a start that lands after stop() runs no handler past the stop", async () => {
+    let signal: AbortSignal | undefined;
+    handlers.register("t", (_p, ctx) => {
+      signal = ctx.signal;
+      return new Promise(() => undefined); // ignores its signal
+    });
+    let release: () => void = () => undefined;
+    store.startGate = new Promise((resolve) => {
+      release = resolve;
+    });
+    const done = executor.execute(envelope("t"), "standard");
+    await vi.advanceTimersByTimeAsync(10);
+    executor.stop();
+    release();
+    expect(await done).toBe("interrupted");
+    expect(signal?.aborted ?? true).toBe(true);
   });
 
   it("leaves an interrupted attempt to its lease when Postgres is down at the stop", async () => {

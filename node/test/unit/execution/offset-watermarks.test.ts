@@ -21,6 +21,18 @@ describe("OffsetWatermarks", () => {
     expect(w.pending()).toEqual([{ partition: 0, offset: "13" }]);
   });
 
+  it("counts what it retains: everything behind an unfinished offset, until that one is done", () => {
+    const w = new OffsetWatermarks();
+    const [slow, ...rest] = [1, 2, 3, 4].map((o) => w.begin(0, String(o)));
+    for (const h of rest) w.done(h);
+    expect(w.retained).toBe(4);
+    w.done(slow!);
+    expect(w.retained).toBe(0);
+    w.begin(1, "7");
+    w.reset();
+    expect(w.retained).toBe(0);
+  });
+
   it("keeps offsets beyond 2^53 exact", () => {
     const w = new OffsetWatermarks();
     w.done(w.begin(0, "9007199254740993"));
