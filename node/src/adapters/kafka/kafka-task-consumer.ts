@@ -44,6 +44,13 @@ export interface TaskConsumerOptions {
 export type MessageHandler = (value: Buffer | null) => Promise<boolean>;
 
 const FINAL_COMMIT_TIMEOUT_MS = 5000;
+/** Heartbeat answers that mean this member must rejoin its group (kafkajs' own isRebalancing). */
+const REJOIN_ERRORS = new Set([
+  "REBALANCE_IN_PROGRESS",
+  "NOT_COORDINATOR_FOR_GROUP",
+  "ILLEGAL_GENERATION",
+  "UNKNOWN_MEMBER_ID",
+]);
 
 export class KafkaTaskConsumer {
   private readonly consumer: Consumer;
@@ -98,15 +105,23 @@ export class KafkaTaskConsumer {
       autoCommit: false,
       eachBatchAutoResolve: false,
       eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+        // A rebalance waits for this batch to return: stop waiting for room when one begins
+        // (what was not handed out is fetched again by the partition's next owner).
+        let rebalancing = false;
         const beat = setInterval(
-          () => heartbeat().catch(() => undefined),
+          () =>
+            heartbeat().catch((error: { type?: string }) => {
+              if (!REJOIN_ERRORS.has(error?.type ?? "")) return;
+              rebalancing = true;
+              this.wakeRoom();
+            }),
           Math.max(100, Math.floor(this.options.sessionTimeoutMs / 3)),
         );
         try {
           for (const message of batch.messages) {
-            await this.room();
+            await this.room(() => rebalancing);
             // A revoked partition's messages belong to another member now.
-            if (this.stopping || !isRunning() || isStale()) return;
+            if (rebalancing || this.stopping || !isRunning() || isStale()) return;
             this.hand(handle, batch.partition, message.offset, message.value);
             resolveOffset(message.offset);
           }
@@ -165,11 +180,12 @@ export class KafkaTaskConsumer {
    * point; what finished after it is kept until it does): the fetch goes no
    * further ahead.
    */
-  private async room(): Promise<void> {
+  private async room(giveUp: () => boolean): Promise<void> {
     while (
       (this.inFlight >= this.options.maxInFlight ||
         this.watermarks.retained >= this.options.maxRetained) &&
-      !this.stopping
+      !this.stopping &&
+      !giveUp()
     ) {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
