@@ -49,6 +49,17 @@ export function createTenant(
   );
 }
 
+export function updateTenant(
+  config: Config,
+  clock: Clock,
+  name: string,
+  changes: Partial<TenantLimits>,
+): Promise<TenantRecord | null> {
+  return withAdminPool(config, (pool) =>
+    new PgTenantDirectory(pool, uuidv7From(clock)).update(name, changes, clock.nowMs()),
+  );
+}
+
 export function listTenants(config: Config, clock: Clock): Promise<TenantRecord[]> {
   return withAdminPool(config, (pool) => new PgTenantDirectory(pool, uuidv7From(clock)).list());
 }

@@ -2,6 +2,8 @@ import { Command, InvalidArgumentError } from "commander";
 import { systemClock } from "../adapters/clock/system-clock.js";
 import { createLogger } from "../adapters/logging/logger.js";
 import { type Config, resolveConfig } from "../config/config.js";
+import type { TenantLimits } from "../domain/tenant.js";
+import type { TenantRecord } from "../ports/tenant-directory.js";
 import { registerScheduleCommands } from "./schedules-cli.js";
 
 /** The composition root of the `chronofence` command: each subcommand wires its own adapters. */
@@ -47,48 +49,35 @@ export async function main(argv: string[]): Promise<void> {
     });
 
   const tenants = program.command("tenants").description("manage tenants");
-  tenants
-    .command("create <name>")
-    .description("create a tenant; prints its new API key as the last line")
-    .option("--rate <n>", "tasks per second", positiveNumber)
-    .option("--burst <n>", "bucket size in tasks", positiveInt)
-    .option("--max-payload-bytes <n>", "largest task payload", positiveInt)
-    .option("--grace-ms <n>", "lateness before a task counts as overdue", positiveInt)
-    .option("--max-attempts <n>", "default max_attempts of its tasks (1-100)", positiveInt)
-    .option("--backoff-base-ms <n>", "default backoff.base_ms of its tasks", positiveInt)
-    .option("--backoff-max-ms <n>", "default backoff.max_ms of its tasks", positiveInt)
-    .action(async (name: string, opts: TenantCreateOptions) => {
-      const { createTenant } = await import("./admin.js");
-      const retryDefaults = {
-        ...(opts.maxAttempts !== undefined && { maxAttempts: opts.maxAttempts }),
-        ...(opts.backoffBaseMs !== undefined && { backoffBaseMs: opts.backoffBaseMs }),
-        ...(opts.backoffMaxMs !== undefined && { backoffMaxMs: opts.backoffMaxMs }),
-      };
-      const limits = {
-        ...(opts.rate !== undefined && { ratePerS: opts.rate }),
-        ...(opts.burst !== undefined && { burst: opts.burst }),
-        ...(opts.maxPayloadBytes !== undefined && { maxPayloadBytes: opts.maxPayloadBytes }),
-        ...(opts.graceMs !== undefined && { graceMs: opts.graceMs }),
-        retryDefaults,
-      };
-      const created = await createTenant(loadConfig(), systemClock, name, limits);
-      console.log(`tenant ${created.tenant.id} ${created.tenant.name}`);
-      console.log(`api key id ${created.apiKeyId}`);
-      console.log(created.apiKey);
-    });
+  withLimitOptions(
+    tenants
+      .command("create <name>")
+      .description("create a tenant; prints its new API key as the last line"),
+  ).action(async (name: string, opts: TenantLimitOptions) => {
+    const { createTenant } = await import("./admin.js");
+    const created = await createTenant(loadConfig(), systemClock, name, limitsOf(opts));
+    console.log(`tenant ${created.tenant.id} ${created.tenant.name}`);
+    console.log(`api key id ${created.apiKeyId}`);
+    console.log(created.apiKey);
+  });
+  withLimitOptions(
+    tenants
+      .command("update <name>")
+      .description(
+        "change a tenant's limits and retry defaults (API processes apply them within CF_AUTH_CACHE_TTL_MS)",
+      ),
+  ).action(async (name: string, opts: TenantLimitOptions) => {
+    const { updateTenant } = await import("./admin.js");
+    const updated = await updateTenant(loadConfig(), systemClock, name, limitsOf(opts));
+    if (!updated) throw new Error(`no tenant named ${name}`);
+    console.log(tenantLine(updated));
+  });
   tenants
     .command("list")
     .description("list tenants and their limits")
     .action(async () => {
       const { listTenants } = await import("./admin.js");
-      for (const t of await listTenants(loadConfig(), systemClock)) {
-        const l = t.limits;
-        const r = l.retryDefaults;
-        const retry = `max_attempts=${r.maxAttempts ?? "-"} backoff_base=${r.backoffBaseMs ?? "-"}ms backoff_max=${r.backoffMaxMs ?? "-"}ms`;
-        console.log(
-          `${t.id}  ${t.name}  rate=${l.ratePerS}/s burst=${l.burst} max_payload=${l.maxPayloadBytes}B grace=${l.graceMs}ms ${retry} keys=${t.activeKeys}`,
-        );
-      }
+      for (const t of await listTenants(loadConfig(), systemClock)) console.log(tenantLine(t));
     });
 
   program
@@ -217,7 +206,7 @@ function positiveNumber(value: string): number {
   return n;
 }
 
-interface TenantCreateOptions {
+interface TenantLimitOptions {
   rate?: number;
   burst?: number;
   maxPayloadBytes?: number;
@@ -225,6 +214,40 @@ interface TenantCreateOptions {
   maxAttempts?: number;
   backoffBaseMs?: number;
   backoffMaxMs?: number;
+}
+
+/** The options of `tenants create` and `tenants update`: a tenant's limits and retry defaults. */
+function withLimitOptions(command: Command): Command {
+  return command
+    .option("--rate <n>", "tasks per second", positiveNumber)
+    .option("--burst <n>", "bucket size in tasks", positiveInt)
+    .option("--max-payload-bytes <n>", "largest task payload", positiveInt)
+    .option("--grace-ms <n>", "lateness before a task counts as overdue", positiveInt)
+    .option("--max-attempts <n>", "default max_attempts of its tasks (1-100)", positiveInt)
+    .option("--backoff-base-ms <n>", "default backoff.base_ms of its tasks", positiveInt)
+    .option("--backoff-max-ms <n>", "default backoff.max_ms of its tasks", positiveInt);
+}
+
+/** Only the limits given on the command line. */
+function limitsOf(opts: TenantLimitOptions): Partial<TenantLimits> {
+  return {
+    ...(opts.rate !== undefined && { ratePerS: opts.rate }),
+    ...(opts.burst !== undefined && { burst: opts.burst }),
+    ...(opts.maxPayloadBytes !== undefined && { maxPayloadBytes: opts.maxPayloadBytes }),
+    ...(opts.graceMs !== undefined && { graceMs: opts.graceMs }),
+    retryDefaults: {
+      ...(opts.maxAttempts !== undefined && { maxAttempts: opts.maxAttempts }),
+      ...(opts.backoffBaseMs !== undefined && { backoffBaseMs: opts.backoffBaseMs }),
+      ...(opts.backoffMaxMs !== undefined && { backoffMaxMs: opts.backoffMaxMs }),
+    },
+  };
+}
+
+function tenantLine(t: TenantRecord): string {
+  const l = t.limits;
+  const r = l.retryDefaults;
+  const retry = `max_attempts=${r.maxAttempts ?? "-"} backoff_base=${r.backoffBaseMs ?? "-"}ms backoff_max=${r.backoffMaxMs ?? "-"}ms`;
+  return `${t.id}  ${t.name}  rate=${l.ratePerS}/s burst=${l.burst} max_payload=${l.maxPayloadBytes}B grace=${l.graceMs}ms ${retry} keys=${t.activeKeys}`;
 }
 
 function positiveInt(value: string): number {

@@ -20,6 +20,12 @@ export interface TenantDirectory {
   authenticate(apiKeyHash: Uint8Array): Promise<Principal | null>;
   create(name: string, limits: Partial<TenantLimits>, nowMs: number): Promise<CreatedTenant>;
   list(): Promise<TenantRecord[]>;
+  /**
+   * Changes the named limits of a tenant (retry defaults field by field);
+   * null if no tenant has that name. API processes apply it within their
+   * key cache's lifetime.
+   */
+  update(name: string, changes: Partial<TenantLimits>, nowMs: number): Promise<TenantRecord | null>;
   /** True if a key was active and is now revoked. */
   revokeKey(apiKeyId: string, nowMs: number): Promise<boolean>;
 }

@@ -68,4 +68,31 @@ describe("chronofence CLI", () => {
       /maxAttempts must be an integer from 1 to 100/,
     );
   });
+
+  it("updates a tenant's limits and retry defaults, keeping what it does not name", async () => {
+    await run("tenants", "create", "epsilon", "--rate", "10", "--max-attempts", "4");
+    const updated = await run(
+      "tenants",
+      "update",
+      "epsilon",
+      "--rate",
+      "25",
+      "--backoff-base-ms",
+      "200",
+    );
+    expect(updated.join("\n")).toMatch(
+      /epsilon {2}rate=25\/s burst=2000 .* max_attempts=4 backoff_base=200ms backoff_max=-ms/,
+    );
+    expect((await run("tenants", "list")).join("\n")).toMatch(/epsilon {2}rate=25\/s/);
+    const audit = await withPg(db.url, (c) =>
+      c.query("SELECT details FROM audit_log WHERE action = 'tenant.update'"),
+    );
+    expect(audit.rows[0].details).toMatchObject({ from: { ratePerS: 10 }, to: { ratePerS: 25 } });
+    await expect(
+      run("tenants", "update", "epsilon", "--backoff-base-ms", "7200000"),
+    ).rejects.toThrow(/must not exceed/);
+    await expect(run("tenants", "update", "nobody", "--rate", "1")).rejects.toThrow(
+      /no tenant named nobody/,
+    );
+  });
 });

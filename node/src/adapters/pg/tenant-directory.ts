@@ -7,7 +7,7 @@ import {
 import { DEFAULT_TENANT_LIMITS, type Principal, type TenantLimits } from "../../domain/tenant.js";
 import type { CreatedTenant, TenantDirectory, TenantRecord } from "../../ports/tenant-directory.js";
 import { fromPgError } from "./errors.js";
-import type { PgPool } from "./pool.js";
+import { type PgPool, withTransaction } from "./pool.js";
 
 /** API keys look like `cfk_<43 base64url chars>`: 256 random bits. */
 export function generateApiKey(): string {
@@ -44,14 +44,7 @@ export class PgTenantDirectory implements TenantDirectory {
 
   async create(name: string, limits: Partial<TenantLimits>, nowMs: number): Promise<CreatedTenant> {
     const full: TenantLimits = { ...DEFAULT_TENANT_LIMITS, ...limits };
-    const problems = tenantRetryDefaultsProblems(full.retryDefaults);
-    if (problems.length > 0) {
-      throw new ChronofenceError(
-        ErrorCode.Unprocessable,
-        `invalid tenant retry defaults: ${problems.join("; ")}`,
-        { details: { problems } },
-      );
-    }
+    checkRetryDefaults(full);
     const retry = full.retryDefaults;
     const tenantId = this.newId();
     const apiKeyId = this.newId();
@@ -101,21 +94,57 @@ export class PgTenantDirectory implements TenantDirectory {
     }
   }
 
+  async update(
+    name: string,
+    changes: Partial<TenantLimits>,
+    nowMs: number,
+  ): Promise<TenantRecord | null> {
+    try {
+      return await withTransaction(this.pool, async (client) => {
+        const found = await client.query(`${TENANT_RECORDS} WHERE t.name = $1 FOR UPDATE OF t`, [
+          name,
+        ]);
+        if (found.rowCount === 0) return null;
+        const current = recordOf(found.rows[0]);
+        const limits: TenantLimits = {
+          ...current.limits,
+          ...changes,
+          retryDefaults: { ...current.limits.retryDefaults, ...changes.retryDefaults },
+        };
+        checkRetryDefaults(limits);
+        const retry = limits.retryDefaults;
+        await client.query(
+          `UPDATE tenants SET rate_per_s = $2, burst = $3, max_payload_bytes = $4, grace_ms = $5,
+                  default_max_attempts = $6, default_backoff_base_ms = $7, default_backoff_max_ms = $8
+            WHERE id = $1`,
+          [
+            current.id,
+            limits.ratePerS,
+            limits.burst,
+            limits.maxPayloadBytes,
+            limits.graceMs,
+            retry.maxAttempts ?? null,
+            retry.backoffBaseMs ?? null,
+            retry.backoffMaxMs ?? null,
+          ],
+        );
+        await client.query(
+          `INSERT INTO audit_log (tenant_id, api_key_id, action, details, at)
+           VALUES ($1, NULL, 'tenant.update', $2, to_timestamp($3 / 1000.0))`,
+          [current.id, JSON.stringify({ from: current.limits, to: limits }), nowMs],
+        );
+        return { ...current, limits };
+      });
+    } catch (error) {
+      if (error instanceof ChronofenceError) throw error;
+      throw fromPgError(error, "update tenant");
+    }
+  }
+
   async list(): Promise<TenantRecord[]> {
     try {
-      const result = await this.pool.query(
-        `SELECT t.*, (extract(epoch FROM t.created_at) * 1000)::float8 AS created_at_ms,
-                (SELECT count(*) FROM api_keys k WHERE k.tenant_id = t.id AND k.revoked_at IS NULL)::int
-                  AS active_keys
-           FROM tenants t ORDER BY t.name`,
-      );
-      return result.rows.map((row) => ({
-        id: row.id,
-        name: row.name,
-        limits: limitsOf(row),
-        createdAtMs: Math.round(row.created_at_ms),
-        activeKeys: row.active_keys,
-      }));
+      const result = await this.pool.query(`${TENANT_RECORDS} ORDER BY t.name`);
+      return result.rows.map(recordOf);
     } catch (error) {
       throw fromPgError(error, "list tenants");
     }
@@ -136,6 +165,35 @@ export class PgTenantDirectory implements TenantDirectory {
     } catch (error) {
       throw fromPgError(error, "revoke key");
     }
+  }
+}
+
+/** Tenants with what TenantRecord needs; a caller appends WHERE / ORDER BY. */
+const TENANT_RECORDS = `
+SELECT t.*, (extract(epoch FROM t.created_at) * 1000)::float8 AS created_at_ms,
+       (SELECT count(*) FROM api_keys k WHERE k.tenant_id = t.id AND k.revoked_at IS NULL)::int
+         AS active_keys
+  FROM tenants t`;
+
+// biome-ignore lint/suspicious/noExplicitAny: a row of TENANT_RECORDS, read field by field
+function recordOf(row: any): TenantRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    limits: limitsOf(row),
+    createdAtMs: Math.round(row.created_at_ms),
+    activeKeys: row.active_keys,
+  };
+}
+
+function checkRetryDefaults(limits: TenantLimits): void {
+  const problems = tenantRetryDefaultsProblems(limits.retryDefaults);
+  if (problems.length > 0) {
+    throw new ChronofenceError(
+      ErrorCode.Unprocessable,
+      `invalid tenant retry defaults: ${problems.join("; ")}`,
+      { details: { problems } },
+    );
   }
 }
 

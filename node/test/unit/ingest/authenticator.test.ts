@@ -18,6 +18,7 @@ function directory(known: boolean) {
       throw new Error("unused");
     },
     list: async () => [],
+    update: async () => null,
     revokeKey: async () => false,
   };
   return { dir, state };
