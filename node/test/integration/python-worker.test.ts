@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { call } from "./support/api.js";
+import { submitTask } from "./support/api.js";
 import { requireKafka, TEST_KAFKA_BROKERS } from "./support/kafka.js";
 import { type Pipeline, startPipeline } from "./support/pipeline.js";
 import { withPg } from "./support/services.js";
@@ -73,14 +73,8 @@ afterAll(async () => {
   await fixture?.stop();
 });
 
-const submit = async (body: Record<string, unknown>): Promise<string> => {
-  const answer = await call(fixture.api.baseUrl, "POST", "/v1/tasks", {
-    key: fixture.tenant.apiKey,
-    body,
-  });
-  expect(answer.status).toBe(201);
-  return answer.body.id;
-};
+const submit = (body: Record<string, unknown>) =>
+  submitTask(fixture.api.baseUrl, fixture.tenant.apiKey, body);
 
 const rowOf = (id: string) =>
   withPg(

@@ -13,7 +13,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { call, type TestTenant } from "./support/api.js";
+import { submitTask, type TestTenant } from "./support/api.js";
 import { requireKafka } from "./support/kafka.js";
 import { type Pipeline, startPipeline, workerChild } from "./support/pipeline.js";
 import { killRolesChildren } from "./support/roles-child.js";
@@ -39,14 +39,8 @@ afterAll(async () => {
 
 const worker = (nodeId: string) => workerChild(fixture, nodeId, WORKER_LEASE_MS);
 
-async function submit(body: Record<string, unknown>): Promise<string> {
-  const answer = await call(fixture.api.baseUrl, "POST", "/v1/tasks", {
-    key: tenant.apiKey,
-    body,
-  });
-  expect(answer.status).toBe(201);
-  return answer.body.id;
-}
+const submit = (body: Record<string, unknown>) =>
+  submitTask(fixture.api.baseUrl, tenant.apiKey, body);
 
 const rowOf = (id: string) =>
   withPg(

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { systemClock } from "../../src/adapters/clock/system-clock.js";
 import type { HandlerRegistry } from "../../src/app/worker/handler.js";
 import { type RunningWorker, startWorker } from "../../src/main/worker.js";
-import { call } from "./support/api.js";
+import { submitTask } from "./support/api.js";
 import { requireKafka } from "./support/kafka.js";
 import { type Pipeline, startPipeline } from "./support/pipeline.js";
 import { withPg } from "./support/services.js";
@@ -50,12 +50,8 @@ describe("worker rebalance", () => {
     // One slot: one task runs, one waits for the slot, the third waits for room in the fetch.
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const answer = await call(fixture.api.baseUrl, "POST", "/v1/tasks", {
-        key: fixture.tenant.apiKey,
-        body: { type: "hold", priority: "critical", delay_ms: 200, timeout_ms: 600_000 },
-      });
-      expect(answer.status).toBe(201);
-      ids.push(answer.body.id);
+      const body = { type: "hold", priority: "critical", delay_ms: 200, timeout_ms: 600_000 };
+      ids.push(await submitTask(fixture.api.baseUrl, fixture.tenant.apiKey, body));
     }
     await expect
       .poll(

@@ -92,6 +92,18 @@ export async function call(
   return { status: response.status, headers: response.headers, body: parsed };
 }
 
+/** POST /v1/tasks, which must answer 201; the new task's id. */
+export async function submitTask(
+  baseUrl: string,
+  apiKey: string,
+  body: Record<string, unknown>,
+): Promise<string> {
+  const answer = await call(baseUrl, "POST", "/v1/tasks", { key: apiKey, body });
+  if (answer.status !== 201)
+    throw new Error(`POST /v1/tasks answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+  return answer.body.id;
+}
+
 /** A test file's own migrated database with one tenant in it (and the shared Redis checked). */
 export interface TenantFixture {
   db: TestDatabase;
