@@ -244,6 +244,32 @@ describe("complete", () => {
   });
 });
 
+describe("interrupt", () => {
+  it("hands the task back due now, the attempt not counted; the token is spent", async () => {
+    const t = await started({ max_attempts: 1 });
+    const beforeMs = Date.now();
+    const res = await exec(a.apiKey, t.id, "interrupt", {
+      fencing_token: t.token,
+      worker_id: "w1",
+      message: "deploying",
+    });
+    expect(res.status).toBe(200);
+    // Even its only attempt: an interrupted attempt is given back, not dead-lettered.
+    expect(res.body).toMatchObject({ task_id: t.id, status: "SCHEDULED", attempt: 1 });
+    expect(Date.parse(res.body.next_run_at)).toBeLessThanOrEqual(Date.now());
+    expect(Date.parse(res.body.next_run_at)).toBeGreaterThanOrEqual(beforeMs - 1);
+    const row = await rowOf(t.id);
+    expect(row).toMatchObject({ status: "SCHEDULED", attempt: 0 });
+    expect(row.last_error).toMatchObject({ message: "deploying", code: "worker_stopping" });
+    const again = await exec(a.apiKey, t.id, "interrupt", {
+      fencing_token: t.token,
+      worker_id: "w1",
+    });
+    expect(again.status).toBe(409);
+    expect(again.body.error.details.reason).toBe("stale_fencing_token");
+  });
+});
+
 describe("fail", () => {
   it("schedules a retryable failure again with a new token while attempts remain", async () => {
     const t = await started({ max_attempts: 3, backoff: { base_ms: 1000, max_ms: 2000 } });

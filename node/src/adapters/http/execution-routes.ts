@@ -2,7 +2,7 @@
  * The fenced worker protocol over HTTP (DESIGN.md sections 4 and 6), for
  * workers outside Node, and the replay of a dead task:
  *
- *   POST /v1/executions/{task id}/start|heartbeat|complete|fail
+ *   POST /v1/executions/{task id}/start|heartbeat|complete|fail|interrupt
  *   POST /v1/tasks/{id}/replay
  *
  * Every body names the attempt by the envelope's `fencing_token` and the
@@ -67,6 +67,7 @@ const leased = z.strictObject({
   lease_ms: z.number().int().min(1000).max(3_600_000).default(DEFAULT_EXECUTION_LEASE_MS),
 });
 const completion = z.strictObject({ ...attemptFields, result: z.unknown().optional() });
+const interruption = z.strictObject({ ...attemptFields, message: storable(4096).optional() });
 const failure = z.strictObject({
   ...attemptFields,
   error: z.strictObject({
@@ -165,6 +166,22 @@ export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting):
       const outcome = await deps.executions.fail(
         refOf(principal, taskId, body),
         reported,
+        deps.nowMs(),
+      );
+      if (outcome.kind === "dead" || outcome.kind === "cancelled")
+        addReleased(deps, outcome.released);
+      return json(200, presentFailure(taskId, outcome));
+    }),
+    // The worker is stopping: the task is due again at once and the attempt is given back.
+    route("interrupt", SMALL_BODY_BYTES, async (principal, taskId, input) => {
+      const body = parse(interruption, input);
+      const outcome = await deps.executions.interrupt(
+        refOf(principal, taskId, body),
+        {
+          message: body.message ?? "the worker stopped before the attempt finished",
+          code: "worker_stopping",
+          retryable: true,
+        },
         deps.nowMs(),
       );
       if (outcome.kind === "dead" || outcome.kind === "cancelled")
