@@ -249,7 +249,7 @@ async function walk(workflowId: string): Promise<Walk> {
 }
 
 async function main(): Promise<void> {
-  const loadBefore = os.loadavg().map((l) => Math.round(l * 100) / 100);
+  const loadBefore = loadAverage();
   const { apiKey } = await prepareBenchDatabase(DATABASE_URL, [
     "tasks",
     "idempotency_keys",
@@ -272,18 +272,7 @@ async function main(): Promise<void> {
     }
     const walked = await walk(firstId);
     const report = {
-      benchmark: "dag",
-      node: process.version,
-      cpus: `${os.cpus().length} x ${os.cpus()[0]?.model ?? "?"}`,
-      load_average_before: loadBefore,
-      load_average_after: os.loadavg().map((l) => Math.round(l * 100) / 100),
-      dag: {
-        nodes: dag.nodes.length,
-        levels,
-        width,
-        parents_per_node: parentsPerNode,
-        body_bytes: body.length,
-      },
+      ...reportHeader("dag", loadBefore, dag.nodes.length, body.length),
       submission: { runs: submissions.length, ...stats(submissions) },
       release_walk: { concurrency, ...walked },
     };
@@ -418,7 +407,7 @@ function releaseLatencies(rows: readonly NodeRow[]) {
 }
 
 async function mainE2e(): Promise<void> {
-  const loadBefore = os.loadavg().map((l) => Math.round(l * 100) / 100);
+  const loadBefore = loadAverage();
   const deadlineS = Number(args["deadline-s"]);
   const pollMs = Number(args["poll-ms"]);
   const { apiKey } = await prepareBenchDatabase(DATABASE_URL, [
@@ -483,18 +472,7 @@ async function mainE2e(): Promise<void> {
     const byStatus: Record<string, number> = {};
     for (const r of rows) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
     const report = {
-      benchmark: "dag-e2e",
-      node: process.version,
-      cpus: `${os.cpus().length} x ${os.cpus()[0]?.model ?? "?"}`,
-      load_average_before: loadBefore,
-      load_average_after: os.loadavg().map((l) => Math.round(l * 100) / 100),
-      dag: {
-        nodes: dag.nodes.length,
-        levels,
-        width,
-        parents_per_node: parentsPerNode,
-        body_bytes: body.length,
-      },
+      ...reportHeader("dag-e2e", loadBefore, dag.nodes.length, body.length),
       submission_ms: round(submitMs),
       submission_to_last_completion_s:
         completed.length === 0 ? null : round((lastCompletionMs - submittedMs) / 1000),
@@ -538,3 +516,19 @@ async function mainE2e(): Promise<void> {
     if (args.e2e) process.exit(1);
   },
 );
+
+function loadAverage(): number[] {
+  return os.loadavg().map((l) => Math.round(l * 100) / 100);
+}
+
+/** What every dag report starts with: the machine, its load, and the DAG's shape. */
+function reportHeader(benchmark: string, loadBefore: number[], nodes: number, bodyBytes: number) {
+  return {
+    benchmark,
+    node: process.version,
+    cpus: `${os.cpus().length} x ${os.cpus()[0]?.model ?? "?"}`,
+    load_average_before: loadBefore,
+    load_average_after: loadAverage(),
+    dag: { nodes, levels, width, parents_per_node: parentsPerNode, body_bytes: bodyBytes },
+  };
+}

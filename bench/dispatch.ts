@@ -22,6 +22,7 @@ import {
   offerThroughApi,
   openLoopOptions,
   prepareBenchDatabase,
+  profileNodeArgs,
   publishOutcome,
   readyMetricsPort,
   round,
@@ -63,10 +64,11 @@ const child = (roles: string, env: Record<string, string>, nodeArgs: string[] = 
 const startApi = () => waitForApi(child("api", { PORT: String(port) }), baseUrl, 200);
 
 async function startDispatcher(): Promise<{ process: ChildProcess; metricsPort: number }> {
-  const profile = process.env.BENCH_PROFILE_DIR
-    ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
-    : [];
-  const dispatcher = child("dispatcher,preloader,reconciler", { CF_METRICS_PORT: "0" }, profile);
+  const dispatcher = child(
+    "dispatcher,preloader,reconciler",
+    { CF_METRICS_PORT: "0" },
+    profileNodeArgs(),
+  );
   return { process: dispatcher, metricsPort: await readyMetricsPort(dispatcher, "dispatcher") };
 }
 

@@ -54,6 +54,7 @@ import {
   openLoopOptions,
   plateauRate,
   prepareBenchDatabase,
+  profileNodeArgs,
   publishOutcome,
   readyMetricsPort,
   round,
@@ -95,11 +96,6 @@ const log = (line: string) => {
   if (!args.json) console.log(line);
 };
 
-/** BENCH_PROFILE_DIR=dir: each role writes a V8 CPU profile there (node --cpu-prof). */
-const profileArgs = process.env.BENCH_PROFILE_DIR
-  ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
-  : [];
-
 const child = (roles: string, env: Record<string, string> = {}): ChildProcess =>
   spawnRoles(
     roles,
@@ -115,7 +111,7 @@ const child = (roles: string, env: Record<string, string> = {}): ChildProcess =>
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "error",
       ...env,
     },
-    profileArgs,
+    profileNodeArgs(), // BENCH_PROFILE_DIR=dir: every role writes a CPU profile there
   );
 
 /**

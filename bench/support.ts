@@ -222,8 +222,16 @@ export async function offerThroughApi(offer: ApiOffer, accepted: Map<string, num
   return { ...load, rejected, ingest: latenessOf(ackMs) };
 }
 
-/** Spawns `chronofence run --roles <roles>` from the built tree, its stdout piped. */
-/** `nodeArgs` go before the script: some flags (--cpu-prof) are refused in NODE_OPTIONS. */
+/** BENCH_PROFILE_DIR=dir: node flags that make a role write a V8 CPU profile there. */
+export const profileNodeArgs = (): string[] =>
+  process.env.BENCH_PROFILE_DIR
+    ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
+    : [];
+
+/**
+ * Spawns `chronofence run --roles <roles>` from the built tree, its stdout piped.
+ * `nodeArgs` go before the script: some flags (--cpu-prof) are refused in NODE_OPTIONS.
+ */
 export function spawnRoles(
   roles: string,
   env: Record<string, string>,

@@ -19,6 +19,7 @@
  * and fenced starts skip the ones already started.
  */
 import { type Consumer, Kafka, logLevel } from "kafkajs";
+import { withTimeout } from "../../app/with-timeout.js";
 import { type TopicKind, topicName } from "../../domain/envelope.js";
 import { OffsetWatermarks } from "./offset-watermarks.js";
 
@@ -213,12 +214,4 @@ export class KafkaTaskConsumer {
     });
     return this.committing;
   }
-}
-
-function withTimeout(promise: Promise<void>, timeoutMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, timeoutMs);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

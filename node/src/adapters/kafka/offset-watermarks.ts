@@ -19,8 +19,8 @@ interface PartitionState {
   handedOut: Handout[];
   /** Index of the first handout not yet known to be done. */
   head: number;
-  /** The next offset to consume once everything before it is done (Kafka's commit convention). */
-  committable: string | null;
+  /** The last offset of the done prefix (its commit point is the next one, computed when asked). */
+  lastDone: string | null;
   committed: string | null;
 }
 
@@ -44,7 +44,7 @@ export class OffsetWatermarks {
   begin(partition: number, offset: string): Handout {
     let state = this.partitions.get(partition);
     if (!state) {
-      state = { handedOut: [], head: 0, committable: null, committed: null };
+      state = { handedOut: [], head: 0, lastDone: null, committed: null };
       this.partitions.set(partition, state);
     }
     const handout: Handout = { partition, offset, generation: this.generation, done: false };
@@ -59,7 +59,7 @@ export class OffsetWatermarks {
     if (!state || handout.generation !== this.generation) return;
     const { handedOut } = state;
     while (state.head < handedOut.length && handedOut[state.head]!.done) {
-      state.committable = (BigInt(handedOut[state.head]!.offset) + 1n).toString();
+      state.lastDone = handedOut[state.head]!.offset;
       state.head++;
       this.retainedCount--;
     }
@@ -74,8 +74,9 @@ export class OffsetWatermarks {
   pending(): Commit[] {
     const commits: Commit[] = [];
     for (const [partition, state] of this.partitions) {
-      if (state.committable !== null && state.committable !== state.committed)
-        commits.push({ partition, offset: state.committable });
+      if (state.lastDone === null) continue;
+      const offset = (BigInt(state.lastDone) + 1n).toString();
+      if (offset !== state.committed) commits.push({ partition, offset });
     }
     return commits;
   }

@@ -11,7 +11,7 @@ import {
   StalePlanLeaseError,
 } from "../../ports/plan-store.js";
 import { fromPgError } from "./errors.js";
-import type { PgPool } from "./pool.js";
+import { type PgPool, withTransaction } from "./pool.js";
 import {
   BUFFERED_IN_SHARDS,
   BUFFERED_OCCURRENCES,
@@ -120,16 +120,11 @@ export class PgPlanStore implements PlanStore {
     nowMs: number,
   ): Promise<DueEntry[]> {
     if (leases.length === 0) return [];
-    const client = await this.pool.connect();
     try {
-      await client.query("BEGIN");
-      const released = await releaseIn(client, leases, leasePrefix, owner, nowMs);
-      await client.query("COMMIT");
-      client.release();
-      return released;
+      return await withTransaction(this.pool, (client) =>
+        releaseIn(client, leases, leasePrefix, owner, nowMs),
+      );
     } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      client.release(true);
       throw fromPgError(error, "release buffered");
     }
   }

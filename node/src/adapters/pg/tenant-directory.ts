@@ -49,48 +49,44 @@ export class PgTenantDirectory implements TenantDirectory {
     const tenantId = this.newId();
     const apiKeyId = this.newId();
     const apiKey = generateApiKey();
-    const client = await this.pool.connect();
     try {
-      await client.query("BEGIN");
-      await client.query(
-        `INSERT INTO tenants (id, name, rate_per_s, burst, max_payload_bytes, grace_ms,
+      return await withTransaction(this.pool, async (client) => {
+        await client.query(
+          `INSERT INTO tenants (id, name, rate_per_s, burst, max_payload_bytes, grace_ms,
                               default_max_attempts, default_backoff_base_ms,
                               default_backoff_max_ms, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10 / 1000.0))`,
-        [
-          tenantId,
-          name,
-          full.ratePerS,
-          full.burst,
-          full.maxPayloadBytes,
-          full.graceMs,
-          retry.maxAttempts ?? null,
-          retry.backoffBaseMs ?? null,
-          retry.backoffMaxMs ?? null,
-          nowMs,
-        ],
-      );
-      await client.query(
-        `INSERT INTO api_keys (id, tenant_id, key_hash, created_at)
+          [
+            tenantId,
+            name,
+            full.ratePerS,
+            full.burst,
+            full.maxPayloadBytes,
+            full.graceMs,
+            retry.maxAttempts ?? null,
+            retry.backoffBaseMs ?? null,
+            retry.backoffMaxMs ?? null,
+            nowMs,
+          ],
+        );
+        await client.query(
+          `INSERT INTO api_keys (id, tenant_id, key_hash, created_at)
          VALUES ($1, $2, $3, to_timestamp($4 / 1000.0))`,
-        [apiKeyId, tenantId, Buffer.from(hashApiKey(apiKey)), nowMs],
-      );
-      await client.query(
-        `INSERT INTO audit_log (tenant_id, api_key_id, action, details, at)
+          [apiKeyId, tenantId, Buffer.from(hashApiKey(apiKey)), nowMs],
+        );
+        await client.query(
+          `INSERT INTO audit_log (tenant_id, api_key_id, action, details, at)
          VALUES ($1, NULL, 'tenant.create', $2, to_timestamp($3 / 1000.0))`,
-        [tenantId, JSON.stringify({ name, api_key_id: apiKeyId }), nowMs],
-      );
-      await client.query("COMMIT");
-      const tenant = { id: tenantId, name, limits: full, createdAtMs: nowMs, activeKeys: 1 };
-      return { tenant, apiKeyId, apiKey };
+          [tenantId, JSON.stringify({ name, api_key_id: apiKeyId }), nowMs],
+        );
+        const tenant = { id: tenantId, name, limits: full, createdAtMs: nowMs, activeKeys: 1 };
+        return { tenant, apiKeyId, apiKey };
+      });
     } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
       if ((error as { code?: string }).code === "23505") {
         throw new ChronofenceError(ErrorCode.InvalidRequest, `tenant "${name}" already exists`);
       }
       throw fromPgError(error, "create tenant");
-    } finally {
-      client.release();
     }
   }
 

@@ -34,6 +34,7 @@ import type { DispatchMetrics } from "../../ports/dispatch-metrics.js";
 import type { ArmResult, DispatchStore } from "../../ports/dispatch-store.js";
 import type { PreciseTimers } from "../../ports/precise-timers.js";
 import { Loop } from "../loop.js";
+import { withTimeout } from "../with-timeout.js";
 import type { Outbox } from "./outbox.js";
 import { ShardDispatcher } from "./shard-dispatcher.js";
 
@@ -204,12 +205,4 @@ export class Dispatcher {
       this.deps.onError(error, `give back shard ${shard}`);
     }
   }
-}
-
-function withTimeout(promise: Promise<void>, timeoutMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, timeoutMs);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
