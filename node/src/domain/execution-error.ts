@@ -37,6 +37,11 @@ export const unknownTypeFailure = (type: string): FailureInfo => ({
   retryable: false,
 });
 
+/** An attempt its worker stopped before it finished (retried at once, the attempt given back). */
+export const workerStoppingFailure = (
+  message = "the worker stopped before the attempt finished",
+): FailureInfo => ({ message, code: "worker_stopping", retryable: true });
+
 export const timeoutFailure = (timeoutMs: number): FailureInfo => ({
   message: `the handler did not finish within timeout_ms = ${timeoutMs}`,
   code: "timeout",

@@ -13,6 +13,7 @@
  */
 import { z } from "zod";
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
+import { workerStoppingFailure } from "../../domain/execution-error.js";
 import { findJsonProblem, isStorableText, utf8ByteLength } from "../../domain/json-limits.js";
 import { MAX_PAYLOAD_DEPTH } from "../../domain/submission.js";
 import type { Principal } from "../../domain/tenant.js";
@@ -177,11 +178,7 @@ export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting):
       const body = parse(interruption, input);
       const outcome = await deps.executions.interrupt(
         refOf(principal, taskId, body),
-        {
-          message: body.message ?? "the worker stopped before the attempt finished",
-          code: "worker_stopping",
-          retryable: true,
-        },
+        workerStoppingFailure(body.message),
         deps.nowMs(),
       );
       if (outcome.kind === "dead" || outcome.kind === "cancelled")

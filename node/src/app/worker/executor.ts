@@ -27,6 +27,7 @@ import {
   PermanentError,
   timeoutFailure,
   unknownTypeFailure,
+  workerStoppingFailure,
 } from "../../domain/execution-error.js";
 import type { InboundEnvelope } from "../../domain/inbound-envelope.js";
 import type { Clock } from "../../ports/clock.js";
@@ -82,11 +83,9 @@ export type ExecutionReport =
 class Abandoned extends Error {}
 class Unrecorded extends Error {}
 
-const STOPPED: FailureInfo = {
-  message: "the worker stopped before the attempt finished (its drain timeout passed)",
-  code: "worker_stopping",
-  retryable: true,
-};
+const STOPPED = workerStoppingFailure(
+  "the worker stopped before the attempt finished (its drain timeout passed)",
+);
 
 export class Executor {
   private readonly stopping = new AbortController();
