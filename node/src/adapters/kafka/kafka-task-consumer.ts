@@ -17,8 +17,14 @@
  * committed past a message whose outcome is not yet in Postgres. A crash or
  * a rebalance re-delivers every message after the last committed offset,
  * and fenced starts skip the ones already started.
+ *
+ * Crashes: kafkajs restarts a crashed consumer only for errors it deems
+ * retriable, and "Failed to find group coordinator" (a broker back up but
+ * still loading its offsets) is not one (kafkajs#1445, #1630): the consumer
+ * would stay stopped for good while the worker looks healthy. So every crash
+ * is restarted here, with a backoff, until stop().
  */
-import { type Consumer, Kafka, logLevel } from "kafkajs";
+import { type Consumer, type ConsumerRunConfig, Kafka, logLevel } from "kafkajs";
 import { withTimeout } from "../../app/with-timeout.js";
 import { type TopicKind, topicName } from "../../domain/envelope.js";
 import { OffsetWatermarks } from "./offset-watermarks.js";
@@ -34,6 +40,12 @@ export interface TaskConsumerOptions {
   maxRetained: number;
   commitIntervalMs: number;
   sessionTimeoutMs: number;
+  /**
+   * Caps kafkajs' retries of one operation (by default 30 for the client's
+   * connections, 5 for a consumer step); once spent, the consumer crashes and
+   * is restarted here.
+   */
+  retries?: number;
   onError: (error: unknown) => void;
 }
 
@@ -45,6 +57,7 @@ export interface TaskConsumerOptions {
 export type MessageHandler = (value: Buffer | null) => Promise<boolean>;
 
 const FINAL_COMMIT_TIMEOUT_MS = 5000;
+const RESTART_DELAY_MS = { first: 500, max: 10_000 };
 /** Heartbeat answers that mean this member must rejoin its group (kafkajs' own isRebalancing). */
 const REJOIN_ERRORS = new Set([
   "REBALANCE_IN_PROGRESS",
@@ -62,6 +75,11 @@ export class KafkaTaskConsumer {
   private stopping = false;
   private commitTimer: NodeJS.Timeout | undefined;
   private committing: Promise<void> = Promise.resolve();
+  /** Joined to its group and fetching (false from a crash until the restart joins again). */
+  private running = false;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restartDelayMs = RESTART_DELAY_MS.first;
+  private runConfig: ConsumerRunConfig | undefined;
 
   constructor(private readonly options: TaskConsumerOptions) {
     this.topic = topicName(options.topicPrefix, options.kind);
@@ -72,7 +90,7 @@ export class KafkaTaskConsumer {
       connectionTimeout: 3000,
       requestTimeout: 10_000,
       // Keep trying through a broker restart rather than crash the consumer.
-      retry: { retries: 30, initialRetryTime: 200, maxRetryTime: 3000 },
+      retry: { retries: options.retries ?? 30, initialRetryTime: 200, maxRetryTime: 3000 },
     });
     this.consumer = kafka.consumer({
       groupId: `${options.topicPrefix}chronofence-workers.${options.kind}`,
@@ -81,10 +99,24 @@ export class KafkaTaskConsumer {
       allowAutoTopicCreation: false,
       // An idle fetch returns within this, so a message arriving meanwhile waits less.
       maxWaitTimeInMs: 100,
+      retry: {
+        retries: options.retries ?? 5,
+        initialRetryTime: 200,
+        maxRetryTime: 3000,
+        restartOnFailure: async () => false, // restartAfterCrash does, for every crash
+      },
     });
-    this.consumer.on(this.consumer.events.CRASH, (event) => options.onError(event.payload.error));
-    // A new generation starts from the committed offsets: what was handed out before is re-delivered.
-    this.consumer.on(this.consumer.events.GROUP_JOIN, () => this.watermarks.reset());
+    this.consumer.on(this.consumer.events.CRASH, (event) => {
+      this.running = false;
+      options.onError(event.payload.error);
+      this.restartAfterCrash();
+    });
+    this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
+      // A new generation starts from the committed offsets: what was handed out before is re-delivered.
+      this.watermarks.reset();
+      this.running = true;
+      this.restartDelayMs = RESTART_DELAY_MS.first;
+    });
   }
 
   /** Resolves once this member has joined its group and been given partitions to consume. */
@@ -102,7 +134,7 @@ export class KafkaTaskConsumer {
       // worker existed still run.
       fromBeginning: true,
     });
-    await this.consumer.run({
+    this.runConfig = {
       autoCommit: false,
       eachBatchAutoResolve: false,
       eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
@@ -130,7 +162,8 @@ export class KafkaTaskConsumer {
           clearInterval(beat);
         }
       },
-    });
+    };
+    await this.consumer.run(this.runConfig);
     this.commitTimer = setInterval(() => void this.commit(), this.options.commitIntervalMs);
     await joined;
   }
@@ -142,12 +175,9 @@ export class KafkaTaskConsumer {
    */
   async stop(): Promise<void> {
     this.stopping = true;
-    try {
-      this.consumer.pause([{ topic: this.topic }]);
-    } catch (error) {
-      // A consumer that crashed and awaits its restart has no group to pause; stopping it is all.
-      this.options.onError(error);
-    }
+    clearTimeout(this.restartTimer);
+    // A crashed consumer awaiting its restart has no group to pause: stopping it is all.
+    if (this.running) this.consumer.pause([{ topic: this.topic }]);
     this.wakeRoom();
     try {
       await new Promise<void>((resolve) => {
@@ -160,6 +190,30 @@ export class KafkaTaskConsumer {
       clearInterval(this.commitTimer);
       await this.consumer.disconnect().catch((error: unknown) => this.options.onError(error));
     }
+  }
+
+  /**
+   * kafkajs has stopped and disconnected the crashed consumer; connect and
+   * run it again (the subscription is kept). A failed start crashes again and
+   * lands here, later each time.
+   */
+  private restartAfterCrash(): void {
+    if (this.stopping || !this.runConfig) return;
+    const runConfig = this.runConfig;
+    const delay = this.restartDelayMs;
+    this.restartDelayMs = Math.min(delay * 2, RESTART_DELAY_MS.max);
+    clearTimeout(this.restartTimer);
+    this.restartTimer = setTimeout(async () => {
+      if (this.stopping) return;
+      try {
+        await this.consumer.connect();
+        if (this.stopping) return; // stop() disconnects it
+        await this.consumer.run(runConfig);
+      } catch (error) {
+        this.options.onError(error); // connect failed: no crash event follows, so try again here
+        this.restartAfterCrash();
+      }
+    }, delay);
   }
 
   private hand(handle: MessageHandler, partition: number, offset: string, value: Buffer | null) {
@@ -202,7 +256,7 @@ export class KafkaTaskConsumer {
   private commit(): Promise<void> {
     this.committing = this.committing.then(async () => {
       const commits = this.watermarks.pending();
-      if (commits.length === 0) return;
+      if (commits.length === 0 || !this.running) return;
       try {
         await this.consumer.commitOffsets(
           commits.map((c) => ({ topic: this.topic, partition: c.partition, offset: c.offset })),

@@ -1,0 +1,90 @@
+/**
+ * The worker's consumer after a crash (a test-owned broker, never the shared
+ * one). With one retry per operation, a broker outage crashes the kafkajs
+ * consumer; kafkajs itself restarts only some crashes and leaves the rest
+ * stopped for good, so KafkaTaskConsumer restarts every one: once the broker
+ * is back, messages published after the outage are handled.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { KafkaPublisher } from "../../src/adapters/kafka/kafka-publisher.js";
+import { KafkaTaskConsumer } from "../../src/adapters/kafka/kafka-task-consumer.js";
+import { newTopicPrefix } from "./support/kafka.js";
+import { type OwnKafka, ownKafka } from "./support/own-kafka.js";
+
+vi.setConfig({ testTimeout: 240_000 });
+
+let kafka: OwnKafka;
+let publisher: KafkaPublisher;
+let consumer: KafkaTaskConsumer;
+const handled = new Set<string>();
+const errors: unknown[] = [];
+
+beforeAll(async () => {
+  kafka = await ownKafka();
+  await kafka.start();
+  const topicPrefix = newTopicPrefix("consumer-crash");
+  publisher = new KafkaPublisher({
+    brokers: [kafka.brokers],
+    clientId: "consumer-crash-test",
+    topicPrefix,
+    partitions: 2,
+    replicationFactor: 1,
+    onError: () => undefined,
+  });
+  await publisher.ensureTopics();
+  consumer = new KafkaTaskConsumer({
+    brokers: [kafka.brokers],
+    clientId: "consumer-crash-test",
+    topicPrefix,
+    kind: "critical",
+    maxInFlight: 16,
+    maxRetained: 1000,
+    commitIntervalMs: 100,
+    sessionTimeoutMs: 6000,
+    retries: 1,
+    onError: (error) => errors.push(error),
+  });
+  await consumer.start(async (value) => {
+    handled.add(value?.toString() ?? "");
+    return true;
+  });
+}, 240_000);
+
+afterAll(async () => {
+  await consumer?.stop();
+  await publisher?.close();
+  await kafka?.destroy();
+}, 120_000);
+
+/** Publishes, retrying while the broker is still coming back. */
+async function publish(values: string[]): Promise<void> {
+  const messages = values.map((value) => ({ kind: "critical" as const, key: "t", value }));
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await publisher.publish(messages);
+    } catch (error) {
+      if (attempt >= 20) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}
+
+const named = (prefix: string) => Array.from({ length: 10 }, (_, i) => `${prefix}${i}`);
+const allHandled = (values: string[]) => values.every((v) => handled.has(v));
+
+describe("the worker's Kafka consumer", () => {
+  it("consumes again after a crash that kafkajs would not restart", async () => {
+    await publish(named("before-"));
+    await expect.poll(() => allHandled(named("before-")), { timeout: 30_000 }).toBe(true);
+
+    await kafka.stop();
+    // The crash is reported (its retries spent, a fetch or heartbeat gives up).
+    await expect.poll(() => errors.length, { timeout: 60_000, interval: 250 }).toBeGreaterThan(0);
+    await kafka.start();
+
+    await publish(named("after-"));
+    await expect
+      .poll(() => allHandled(named("after-")), { timeout: 120_000, interval: 250 })
+      .toBe(true);
+  });
+});
