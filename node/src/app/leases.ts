@@ -49,6 +49,7 @@ export interface LeaseManagerOptions {
   families: readonly string[];
   wantLeader: boolean;
   shardCount?: number;
+  onError?: (error: unknown, what: string) => void;
 }
 
 /** Told about authority changes. Calls are not awaited except `releasing`. */
@@ -234,6 +235,12 @@ export class LeaseManager {
         this.clock.nowMs(),
       );
       this.forget(name, "released");
+    } catch (error) {
+      // Drained but not released: kept, it would be renewed with nothing acting for it (the
+      // listener gave it up) for as long as this node wants it. Lost, it expires and is taken
+      // again under a new epoch, by whichever node then wants it.
+      this.options.onError?.(error, `release ${name}`);
+      this.lose(name);
     } finally {
       this.releasing.delete(name);
     }

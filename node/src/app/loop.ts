@@ -39,8 +39,10 @@ export class Loop {
       more = (await this.step()) === true;
     } catch (error) {
       this.onError(error);
+    } finally {
+      // Even if onError throws: a loop that ends stops its role for good, silently.
+      this.running = undefined;
+      this.schedule(more ? 0 : this.intervalMs);
     }
-    this.running = undefined;
-    this.schedule(more ? 0 : this.intervalMs);
   }
 }

@@ -50,14 +50,29 @@ export class Reconciler {
     private readonly options: ReconcilerOptions,
   ) {}
 
+  /**
+   * Every step runs even if an earlier one failed (Redis away must not stop
+   * the Postgres-only repairs); the failures are thrown together at the end.
+   */
   async run(): Promise<ReconcileReport> {
-    const claimsReturned = await this.returnExpiredClaims();
-    const rearmed = await this.rearmStale();
-    const leasesExpired = await this.expireLeases();
-    const rehydrated = await this.rehydrate();
+    const failures: unknown[] = [];
+    const step = async (repair: () => Promise<number>): Promise<number> => {
+      try {
+        return await repair();
+      } catch (error) {
+        failures.push(error);
+        return 0;
+      }
+    };
+    const claimsReturned = await step(() => this.returnExpiredClaims());
+    const rearmed = await step(() => this.rearmStale());
+    const leasesExpired = await step(() => this.expireLeases());
+    const rehydrated = await step(() => this.rehydrate());
     this.metrics.claimsReturned(claimsReturned);
     this.metrics.rearmed(rearmed);
     this.metrics.rehydrated(rehydrated);
+    if (failures.length === 1) throw failures[0];
+    if (failures.length > 1) throw new AggregateError(failures, "reconcile steps failed");
     return { claimsReturned, rearmed, leasesExpired, rehydrated };
   }
 

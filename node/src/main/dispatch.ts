@@ -147,6 +147,7 @@ export async function startDispatchRoles(
       safetyMarginMs: config.leaseSafetyMarginMs,
       families,
       wantLeader: roles.has("reconciler"),
+      onError: (error, what) => log.warn({ err: error }, what),
     },
   );
   const heartbeat = new Loop(

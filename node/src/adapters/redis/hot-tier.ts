@@ -19,6 +19,10 @@ export interface RedisOptions {
 export function createRedis(options: RedisOptions): Redis {
   const redis = new Redis(options.url, {
     commandTimeout: options.commandTimeoutMs,
+    // A command timeout leaves the socket open: on a half-open connection (a frozen host, a
+    // partition) every command would time out until the kernel gives up, about 15 minutes.
+    // No answer to a pending command for this long drops the socket and reconnects.
+    socketTimeout: Math.max(5 * options.commandTimeoutMs, 5000),
     connectTimeout: options.connectTimeoutMs,
     // Fail fast while disconnected: callers answer 503 or count a lost add.
     maxRetriesPerRequest: 1,

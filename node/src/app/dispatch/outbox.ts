@@ -81,9 +81,10 @@ export class Outbox {
     const batch = this.takeBatch();
     this.scheduleFlush(); // the rest, if any, in a parallel request
     const nowMs = this.clock.nowMs();
-    const messages = batch.map((item) => this.messageOf(item, nowMs));
+    let messages: OutboundMessage[];
     this.inFlight += batch.length;
     try {
+      messages = batch.map((item) => this.messageOf(item, nowMs));
       await this.publisher.publish(messages);
     } catch (error) {
       this.inFlight -= batch.length;

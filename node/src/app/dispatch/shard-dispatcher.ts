@@ -101,14 +101,16 @@ export class ShardDispatcher {
       return;
     }
     metrics.armed(this.shard, result.armed.length);
-    await this.forgetUnarmed(claims, result.armed);
     if (this.stopped) {
       // Lost while arming: what we armed goes back for the new owner.
       await hotTier.giveBack(this.shard, result.armed.map(claimOf)).catch(() => 0);
-      return;
+    } else {
+      for (const task of result.armed) this.load(task);
+      metrics.wheelSize(this.shard, this.loaded.size);
     }
-    for (const task of result.armed) this.load(task);
-    metrics.wheelSize(this.shard, this.loaded.size);
+    // After the load: a failed ack must not keep what was armed out of the wheel (the claims
+    // it leaves behind expire back to due, and the next arm refuses them again).
+    await this.forgetUnarmed(claims, result.armed).catch(() => undefined);
   }
 
   /** Stop claiming; resolves once everything held was published (or dropped). */

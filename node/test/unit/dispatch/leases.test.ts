@@ -98,6 +98,35 @@ describe("lease manager", () => {
     expect(new Set([...a.manager.shards("shard"), ...b.manager.shards("shard")]).size).toBe(16);
   });
 
+  it("a release that fails after the drain gives the lease up: it expires and is taken again, not renewed idle", async () => {
+    const store = new MemoryLeaseStore();
+    const clock = new FakeClock();
+    const a = node("a", store, clock);
+    const b = node("b", store, clock);
+    await a.manager.heartbeat();
+    await b.manager.heartbeat();
+    const release = store.release.bind(store);
+    store.release = async () => {
+      throw new Error("connection terminated");
+    };
+    clock.advance(100);
+    await a.manager.heartbeat(); // a sees b, drains 8 shards, and cannot release them
+    await settle();
+    store.release = release;
+    const drained = a.events.filter((e) => e.startsWith("~")).map((e) => e.slice(1));
+    expect(drained).toHaveLength(8);
+    expect(a.manager.shards("shard")).toHaveLength(8);
+    for (const name of drained) expect(a.events).toContain(`-${name}`);
+    // b goes away before taking them: a's share is all 16 again, and it takes them back under
+    // new epochs once the unreleased rows expire, so a dispatcher acts for each again.
+    for (let i = 0; i < 4; i++) {
+      clock.advance(TTL_MS / 2);
+      await a.manager.heartbeat();
+    }
+    expect(a.manager.shards("shard")).toHaveLength(16);
+    for (const name of drained) expect(a.events).toContain(`+${name}@2`);
+  });
+
   it("releaseAll drains and releases every lease so another node can take them at once", async () => {
     const store = new MemoryLeaseStore();
     const clock = new FakeClock();

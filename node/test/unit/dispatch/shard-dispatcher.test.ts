@@ -63,7 +63,15 @@ function armedTask(id: string, runAtMs: number): ArmedTask {
 }
 
 /** Shard 3 at epoch 7 is ours (unless `shards` says more); tasks are due in shard 3 unless keyed `<shard>/id`. */
-function setup(options: { staleShards?: number[]; shards?: number[] } = {}) {
+function setup(
+  options: {
+    staleShards?: number[];
+    shards?: number[];
+    /** Claims the arm finds no longer SCHEDULED (cancelled, already armed). */
+    unarmable?: string[];
+    failAcks?: boolean;
+  } = {},
+) {
   const clock = new FakeClock(1_000_000);
   const due = new Map<string, number>();
   const cancels: string[] = [];
@@ -91,7 +99,9 @@ function setup(options: { staleShards?: number[]; shards?: number[] } = {}) {
         return { claims, cancelled: shard === 3 ? cancels.splice(0) : [] };
       });
     },
-    ack: async () => undefined,
+    ack: async () => {
+      if (options.failAcks) throw new Error("Command timed out");
+    },
     giveBack: async (_shard, claims) => {
       givenBack.push(...claims);
       return claims.length;
@@ -106,7 +116,12 @@ function setup(options: { staleShards?: number[]; shards?: number[] } = {}) {
       return batches.map(({ fence, claims }) =>
         options.staleShards?.includes(fence.shard)
           ? { fenced: false, armed: [] }
-          : { fenced: true, armed: claims.map((c) => armedTask(c.taskId, c.runAtMs)) },
+          : {
+              fenced: true,
+              armed: claims
+                .filter((c) => !options.unarmable?.includes(c.taskId))
+                .map((c) => armedTask(c.taskId, c.runAtMs)),
+            },
       );
     },
     scheduledBefore: async () => [],
@@ -231,6 +246,17 @@ describe("shard dispatcher", () => {
     s.timers.fireDue();
     await flushed();
     expect(taskIdsOf(s.sent)).toEqual(["3/a"]);
+  });
+
+  it("a failed ack of the claims the arm refused still loads what it armed", async () => {
+    const s = setup({ unarmable: ["gone"], failAcks: true });
+    s.due.set("t0", s.clock.nowMs() + 100);
+    s.due.set("gone", s.clock.nowMs() + 100);
+    await s.dispatcher.round();
+    s.clock.advance(100);
+    s.timers.fireDue();
+    await flushed();
+    expect(taskIdsOf(s.sent)).toEqual(["t0"]);
   });
 
   it("a full claim asks for another round at once", async () => {
