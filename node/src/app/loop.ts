@@ -38,11 +38,13 @@ export class Loop {
     try {
       more = (await this.step()) === true;
     } catch (error) {
-      this.onError(error);
-    } finally {
-      // Even if onError throws: a loop that ends stops its role for good, silently.
-      this.running = undefined;
-      this.schedule(more ? 0 : this.intervalMs);
+      try {
+        this.onError(error);
+      } catch {
+        // Nothing left to report it to; a loop that ended would stop its role for good, silently.
+      }
     }
+    this.running = undefined;
+    this.schedule(more ? 0 : this.intervalMs);
   }
 }

@@ -78,13 +78,11 @@ export class Outbox {
 
   private async flush(): Promise<void> {
     this.requestsInFlight++;
-    const batch = this.takeBatch();
+    const taken = this.takeBatch();
     this.scheduleFlush(); // the rest, if any, in a parallel request
-    const nowMs = this.clock.nowMs();
-    let messages: OutboundMessage[];
+    const { batch, messages } = this.envelopes(taken);
     this.inFlight += batch.length;
     try {
-      messages = batch.map((item) => this.messageOf(item, nowMs));
       await this.publisher.publish(messages);
     } catch (error) {
       this.inFlight -= batch.length;
@@ -102,6 +100,28 @@ export class Outbox {
       batch[i]!.settled();
     }
     await this.ack(batch);
+  }
+
+  /**
+   * A task whose envelope cannot be built is dropped and reported, not sent
+   * with the batch (that would fail every other task in it, on every retry).
+   * Its claim expires back to due; the reconciler re-arms it after the
+   * dispatch timeout, and it is reported again.
+   */
+  private envelopes(taken: OutgoingTask[]): { batch: OutgoingTask[]; messages: OutboundMessage[] } {
+    const nowMs = this.clock.nowMs();
+    const batch: OutgoingTask[] = [];
+    const messages: OutboundMessage[] = [];
+    for (const item of taken) {
+      try {
+        messages.push(this.messageOf(item, nowMs));
+        batch.push(item);
+      } catch (error) {
+        this.options.onError(error, `envelope of task ${item.task.id}`);
+        item.settled();
+      }
+    }
+    return { batch, messages };
   }
 
   /** Up to maxBatchTasks and about maxBatchBytes of payload: a broker refuses larger record batches. */
