@@ -38,6 +38,13 @@ export const ErrorCode = {
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
+/**
+ * `details.reason` of an Unavailable error for a statement the database
+ * cancelled at its timeout: the database is up, and this statement too slow
+ * or blocked; trying it again forever may never succeed.
+ */
+export const STATEMENT_TIMEOUT = "statement_timeout";
+
 export interface ErrorOptions {
   details?: Record<string, unknown>;
   cause?: unknown;

@@ -3,7 +3,7 @@
  * request may succeed later, unchanged": the HTTP layer answers 503 and the
  * client retries (with its idempotency key).
  */
-import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
+import { ChronofenceError, ErrorCode, STATEMENT_TIMEOUT } from "../../domain/errors.js";
 
 /** SQLSTATEs safe to retry (cf. graphile-worker): transient by nature. */
 export const RETRYABLE_SQLSTATES: ReadonlyMap<string, string> = new Map([
@@ -69,8 +69,11 @@ export function fromPgError(error: unknown, operation: string): ChronofenceError
     );
   }
   if (isRetryablePgError(error)) {
+    // Postgres answered but cancelled the statement: up, yet too slow (or blocked) for this one.
+    const timedOut = (error as { code?: unknown }).code === "57014";
     return new ChronofenceError(ErrorCode.Unavailable, `postgres unavailable during ${operation}`, {
       cause: error,
+      ...(timedOut ? { details: { reason: STATEMENT_TIMEOUT } } : {}),
     });
   }
   return new ChronofenceError(ErrorCode.Internal, `postgres error during ${operation}`, {

@@ -20,7 +20,7 @@
  */
 
 import { setMaxListeners } from "node:events";
-import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
+import { ChronofenceError, ErrorCode, STATEMENT_TIMEOUT } from "../../domain/errors.js";
 import {
   classifyFailure,
   type FailureInfo,
@@ -82,6 +82,8 @@ export type ExecutionReport =
 
 class Abandoned extends Error {}
 class Unrecorded extends Error {}
+
+const MAX_STATEMENT_TIMEOUTS = 5;
 
 const STOPPED = workerStoppingFailure(
   "the worker stopped before the attempt finished (its drain timeout passed)",
@@ -347,14 +349,21 @@ export class Executor {
    * Repeats a store call while Postgres is unavailable; gives up only when
    * the worker stops (Abandoned). A permanent error ends the message
    * (Unrecorded): the reconciler recovers the task (re-arm or lease expiry).
+   * So does a statement cancelled at its timeout MAX_STATEMENT_TIMEOUTS times
+   * in a row: Postgres is up, and retrying for ever would hold the slot and
+   * the partition's commit point until the queue's fetch stops.
    */
   private async durably<T>(what: string, call: () => Promise<T>): Promise<T> {
     let waitMs = this.options.dependencyRetryMs;
+    let timeouts = 0;
     for (;;) {
       try {
         return await call();
       } catch (error) {
-        const transient = error instanceof ChronofenceError && error.code === ErrorCode.Unavailable;
+        const transient =
+          error instanceof ChronofenceError &&
+          error.code === ErrorCode.Unavailable &&
+          (error.details?.reason !== STATEMENT_TIMEOUT || ++timeouts < MAX_STATEMENT_TIMEOUTS);
         if (!transient) {
           if (!isRefusedValue(error)) this.deps.onError(error, what);
           throw new Unrecorded(what, { cause: error });

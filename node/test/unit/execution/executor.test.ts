@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Executor } from "../../../src/app/worker/executor.js";
 import { HandlerRegistry } from "../../../src/app/worker/handler.js";
 import { QueueLimiter } from "../../../src/app/worker/limiter.js";
-import { ChronofenceError, ErrorCode } from "../../../src/domain/errors.js";
+import { ChronofenceError, ErrorCode, STATEMENT_TIMEOUT } from "../../../src/domain/errors.js";
 import { PermanentError } from "../../../src/domain/execution-error.js";
 import type { InboundEnvelope } from "../../../src/domain/inbound-envelope.js";
 import type {
@@ -33,8 +33,16 @@ class ScriptedStore implements ExecutionStore {
 
   /** When set, start() waits for it (a slow Postgres). */
   startGate: Promise<void> | null = null;
+  /** Starts cancelled at the statement timeout before one succeeds. */
+  startTimeouts = 0;
   async start() {
     if (this.startGate) await this.startGate;
+    if (this.startTimeouts > 0) {
+      this.startTimeouts--;
+      throw new ChronofenceError(ErrorCode.Unavailable, "postgres unavailable during start", {
+        details: { reason: STATEMENT_TIMEOUT },
+      });
+    }
     return this.startAnswer;
   }
   async heartbeat() {
@@ -137,6 +145,20 @@ describe("Executor", () => {
     await vi.runAllTimersAsync();
     expect(await done).toBe("completed");
     expect(store.completed).toEqual(['{"payload":{"a":1},"attempt":1}']);
+  });
+
+  it("retries a start cancelled at the statement timeout a few times, then leaves it to the reconciler", async () => {
+    const handler = vi.fn(async () => null);
+    handlers.register("t", handler);
+    store.startTimeouts = 4;
+    const retried = executor.execute(envelope("t"), "standard");
+    await vi.runAllTimersAsync();
+    expect(await retried).toBe("completed");
+    store.startTimeouts = 5;
+    const givenUp = executor.execute(envelope("t"), "standard");
+    await vi.runAllTimersAsync();
+    expect(await givenUp).toBe("unrecorded");
+    expect(handler).toHaveBeenCalledTimes(1);
   });
 
   it("reports a permanent error as not retryable, and an unknown type likewise", async () => {
