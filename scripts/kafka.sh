@@ -15,6 +15,8 @@
 #   KAFKA_VERSION          broker version (default below; the cache is per version)
 #   KAFKA_PORT             client listener on 127.0.0.1 (default 9092)
 #   KAFKA_CONTROLLER_PORT  KRaft controller listener on 127.0.0.1 (default 9093)
+#   KAFKA_ADVERTISED_PORT  port clients are told to use (default KAFKA_PORT; a
+#                          test puts a proxy there, started before the broker)
 #   KAFKA_HEAP             JVM -Xmx (default 512m)
 #   KAFKA_JVM_OPTS         JVM options instead of the small defaults in jvm_opts
 #   KAFKA_START_TIMEOUT    seconds to wait for readiness (default 90)
@@ -32,6 +34,7 @@ HERE=$ROOT/scripts/kafka
 KAFKA_VERSION=${KAFKA_VERSION:-4.4.0}
 KAFKA_PORT=${KAFKA_PORT:-9092}
 KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-9093}
+KAFKA_ADVERTISED_PORT=${KAFKA_ADVERTISED_PORT:-$KAFKA_PORT}
 KAFKA_HEAP=${KAFKA_HEAP:-512m}
 KAFKA_START_TIMEOUT=${KAFKA_START_TIMEOUT:-90}
 CACHE=${KAFKA_CACHE_DIR:-$ROOT/.cache/kafka}
@@ -105,7 +108,7 @@ process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
 listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_ADVERTISED_PORT
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT

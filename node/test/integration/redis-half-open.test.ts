@@ -4,63 +4,26 @@
  * connections it has, without closing them; the client must drop its socket
  * and reconnect rather than time out every command until the kernel gives up.
  */
-import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRedis } from "../../src/adapters/redis/hot-tier.js";
+import { type FreezingProxy, freezingProxy } from "./support/freezing-proxy.js";
 import { TEST_REDIS_URL } from "./support/services.js";
 
-/** Forwards to Redis; `freeze()` silences every connection open now, and keeps them open. */
-function freezingProxy(target: URL) {
-  const frozen = new Set<net.Socket>();
-  const open = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port || 6379), target.hostname);
-    open.add(client);
-    client.on("data", (chunk) => {
-      if (!frozen.has(client)) upstream.write(chunk);
-    });
-    upstream.on("data", (chunk) => {
-      if (!frozen.has(client)) client.write(chunk);
-    });
-    const end = () => {
-      open.delete(client);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on("close", end).on("error", end);
-    upstream.on("close", end).on("error", end);
-  });
-  return {
-    server,
-    listen: () =>
-      new Promise<number>((resolve) =>
-        server.listen(0, "127.0.0.1", () => resolve((server.address() as net.AddressInfo).port)),
-      ),
-    freeze: () => {
-      for (const socket of open) frozen.add(socket);
-    },
-    close: () => {
-      for (const socket of open) socket.destroy();
-      return new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
-const proxy = freezingProxy(new URL(TEST_REDIS_URL));
-let port: number;
+let proxy: FreezingProxy;
 
 beforeAll(async () => {
-  port = await proxy.listen();
+  const redis = new URL(TEST_REDIS_URL);
+  proxy = await freezingProxy(() => ({ host: redis.hostname, port: Number(redis.port || 6379) }));
 });
 
 afterAll(async () => {
-  await proxy.close();
+  await proxy?.close();
 });
 
 describe("Redis behind a half-open connection", () => {
   it("reconnects once a pending command gets no answer for the socket timeout", async () => {
     const redis = createRedis({
-      url: `redis://127.0.0.1:${port}`,
+      url: `redis://127.0.0.1:${proxy.port}`,
       keyPrefix: "unused",
       commandTimeoutMs: 200,
       connectTimeoutMs: 1000,

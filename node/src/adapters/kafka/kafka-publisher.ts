@@ -23,6 +23,9 @@ export interface KafkaOptions {
   topicPrefix: string;
   partitions: number;
   replicationFactor: number;
+  /** kafkajs' per-request timeout (default 10 s) and retries of a send (default 5). */
+  requestTimeoutMs?: number;
+  retries?: number;
   onError: (error: unknown) => void;
 }
 
@@ -37,8 +40,8 @@ export class KafkaPublisher implements Publisher {
       brokers: options.brokers,
       logLevel: logLevel.NOTHING,
       connectionTimeout: 3000,
-      requestTimeout: 10_000,
-      retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 2000 },
+      requestTimeout: options.requestTimeoutMs ?? 10_000,
+      retry: { retries: options.retries ?? 5, initialRetryTime: 100, maxRetryTime: 2000 },
     });
     this.producer = this.kafka.producer({
       createPartitioner: cachedKeyPartitioner,
@@ -89,8 +92,11 @@ export class KafkaPublisher implements Publisher {
         topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })),
       });
     } catch (error) {
-      this.connected = undefined; // connect again next time (a failed connect stays rejected)
       this.options.onError(error);
+      // kafkajs keeps a connection whose requests time out: on a half-open one (a frozen
+      // host, a partition) every send would time out on it for about 15 minutes.
+      if (causedByTimeout(error)) await this.producer.disconnect().catch(() => undefined);
+      this.connected = undefined; // connect again next time (a failed connect stays rejected)
       throw unavailable(error);
     }
   }
@@ -127,6 +133,13 @@ const cachedKeyPartitioner: ICustomPartitioner = () => {
     return partition;
   };
 };
+
+function causedByTimeout(error: unknown): boolean {
+  for (let e = error; e instanceof Error; e = e.cause) {
+    if (e.name === "KafkaJSRequestTimeoutError") return true;
+  }
+  return false;
+}
 
 const unavailable = (cause: unknown) =>
   new ChronofenceError(ErrorCode.Unavailable, "kafka unavailable", { cause });

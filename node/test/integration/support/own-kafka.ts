@@ -18,6 +18,8 @@ const SCRIPT = path.join(repoRoot, "scripts", "kafka.sh");
 
 export interface OwnKafka {
   brokers: string;
+  /** The broker's own client port (what `brokers` names unless a proxy is advertised). */
+  port: number;
   start(): Promise<void>;
   stop(): Promise<void>;
   /** Stops it and deletes its run directory. */
@@ -32,7 +34,8 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-export async function ownKafka(): Promise<OwnKafka> {
+/** `advertisedPort`: clients are told to connect there (a proxy, listening before start()). */
+export async function ownKafka(options: { advertisedPort?: number } = {}): Promise<OwnKafka> {
   const port = await freePort();
   const controllerPort = await freePort();
   const runDir = path.join(
@@ -44,6 +47,7 @@ export async function ownKafka(): Promise<OwnKafka> {
   const env = {
     ...process.env,
     KAFKA_PORT: String(port),
+    KAFKA_ADVERTISED_PORT: String(options.advertisedPort ?? port),
     KAFKA_CONTROLLER_PORT: String(controllerPort),
     KAFKA_RUN_DIR: runDir,
     KAFKA_KEEP_DATA: "1",
@@ -61,7 +65,8 @@ export async function ownKafka(): Promise<OwnKafka> {
     }
   };
   return {
-    brokers: `127.0.0.1:${port}`,
+    brokers: `127.0.0.1:${options.advertisedPort ?? port}`,
+    port,
     start: () => script("start"),
     stop: () => script("stop"),
     async destroy() {
