@@ -46,6 +46,8 @@ export interface TaskConsumerOptions {
    * is restarted here.
    */
   retries?: number;
+  /** kafkajs' per-request timeout (default 10 s). */
+  requestTimeoutMs?: number;
   onError: (error: unknown) => void;
 }
 
@@ -88,7 +90,7 @@ export class KafkaTaskConsumer {
       brokers: options.brokers,
       logLevel: logLevel.NOTHING,
       connectionTimeout: 3000,
-      requestTimeout: 10_000,
+      requestTimeout: options.requestTimeoutMs ?? 10_000,
       // Keep trying through a broker restart rather than crash the consumer.
       retry: { retries: options.retries ?? 30, initialRetryTime: 200, maxRetryTime: 3000 },
     });
