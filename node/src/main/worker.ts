@@ -137,6 +137,7 @@ export async function startWorker(
       commitIntervalMs: 200,
       sessionTimeoutMs: config.workerSessionTimeoutMs,
       onError: (error) => onError(error, `kafka consumer ${queue}`),
+      onRunning: (up) => metrics.consumerUp(queue, up),
     });
     consumers.push(consumer);
     await consumer.start(async (value) => {

@@ -25,6 +25,8 @@ export interface WorkerMetrics {
   malformed(queue: string): void;
   /** A Postgres/Kafka call that failed and is being retried. */
   dependencyRetry(what: string): void;
+  /** A queue's consumer joined its group (true) or crashed and awaits its restart (false). */
+  consumerUp(queue: string, up: boolean): void;
 }
 
 export const noWorkerMetrics: WorkerMetrics = {
@@ -37,4 +39,5 @@ export const noWorkerMetrics: WorkerMetrics = {
   inFlight: () => undefined,
   malformed: () => undefined,
   dependencyRetry: () => undefined,
+  consumerUp: () => undefined,
 };

@@ -18,6 +18,7 @@ let publisher: KafkaPublisher;
 let consumer: KafkaTaskConsumer;
 const handled = new Set<string>();
 const errors: unknown[] = [];
+const running: boolean[] = [];
 
 beforeAll(async () => {
   kafka = await ownKafka();
@@ -43,6 +44,7 @@ beforeAll(async () => {
     sessionTimeoutMs: 6000,
     retries: 1,
     onError: (error) => errors.push(error),
+    onRunning: (up) => running.push(up),
   });
   await consumer.start(async (value) => {
     handled.add(value?.toString() ?? "");
@@ -86,5 +88,9 @@ describe("the worker's Kafka consumer", () => {
     await expect
       .poll(() => allHandled(named("after-")), { timeout: 120_000, interval: 250 })
       .toBe(true);
+    // Up at the start, down at the crash, up again once the restart joined.
+    expect(running[0]).toBe(true);
+    expect(running.indexOf(false)).toBeGreaterThan(0);
+    expect(running.at(-1)).toBe(true);
   });
 });

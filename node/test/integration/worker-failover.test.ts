@@ -93,6 +93,7 @@ describe("worker failures", () => {
     expect(await zombie.metric("cf_worker_outcomes_total", 'outcome="completed"')).toBe(0);
     expect(await rowOf(id)).toEqual(completed);
     expect(await rescuer.metric("cf_worker_outcomes_total", 'outcome="completed"')).toBe(1);
+    expect(await rescuer.metric("cf_worker_consumer_up", 'queue="standard"')).toBe(1);
   }, 180_000);
 
   it("kill -9 in the middle of a task: it runs again and completes once", async () => {

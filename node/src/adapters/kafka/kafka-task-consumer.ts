@@ -49,6 +49,8 @@ export interface TaskConsumerOptions {
   /** kafkajs' per-request timeout (default 10 s). */
   requestTimeoutMs?: number;
   onError: (error: unknown) => void;
+  /** Joined its group (true), or crashed and awaits its restart (false). */
+  onRunning?: (running: boolean) => void;
 }
 
 /**
@@ -110,6 +112,7 @@ export class KafkaTaskConsumer {
     });
     this.consumer.on(this.consumer.events.CRASH, (event) => {
       this.running = false;
+      options.onRunning?.(false);
       options.onError(event.payload.error);
       this.restartAfterCrash();
     });
@@ -118,6 +121,7 @@ export class KafkaTaskConsumer {
       this.watermarks.reset();
       this.running = true;
       this.restartDelayMs = RESTART_DELAY_MS.first;
+      options.onRunning?.(true);
     });
   }
 

@@ -54,6 +54,18 @@ export class PromWorkerMetrics implements WorkerMetrics {
     ["call"],
   );
 
+  private readonly consumerUpGauge = new Gauge({
+    name: "cf_worker_consumer_up",
+    help: "1 while a queue's Kafka consumer is in its group, 0 from a crash until its restart joins",
+    labelNames: ["queue"],
+    registers: [this.registry],
+  });
+  private readonly consumerCrashes = this.counter(
+    "cf_worker_consumer_crashes_total",
+    "Kafka consumer crashes (each restarted), by queue",
+    ["queue"],
+  );
+
   constructor(options: { defaultMetrics: boolean }) {
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: "cf_" });
   }
@@ -84,6 +96,10 @@ export class PromWorkerMetrics implements WorkerMetrics {
   }
   dependencyRetry(call: string): void {
     this.dependency.inc({ call });
+  }
+  consumerUp(queue: string, up: boolean): void {
+    this.consumerUpGauge.set({ queue }, up ? 1 : 0);
+    if (!up) this.consumerCrashes.inc({ queue });
   }
 
   async render(): Promise<{ contentType: string; body: string }> {
