@@ -6,64 +6,35 @@
  * is back, messages published after the outage are handled.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { KafkaPublisher } from "../../src/adapters/kafka/kafka-publisher.js";
-import { KafkaTaskConsumer } from "../../src/adapters/kafka/kafka-task-consumer.js";
-import { newTopicPrefix } from "./support/kafka.js";
 import { type OwnKafka, ownKafka } from "./support/own-kafka.js";
+import { type QueueClients, startQueueClients } from "./support/queue-clients.js";
 
 vi.setConfig({ testTimeout: 240_000 });
 
 let kafka: OwnKafka;
-let publisher: KafkaPublisher;
-let consumer: KafkaTaskConsumer;
-const handled = new Set<string>();
+let clients: QueueClients;
 const errors: unknown[] = [];
 const running: boolean[] = [];
 
 beforeAll(async () => {
   kafka = await ownKafka();
   await kafka.start();
-  const topicPrefix = newTopicPrefix("consumer-crash");
-  publisher = new KafkaPublisher({
-    brokers: [kafka.brokers],
-    clientId: "consumer-crash-test",
-    topicPrefix,
-    partitions: 2,
-    replicationFactor: 1,
-    onError: () => undefined,
-  });
-  await publisher.ensureTopics();
-  consumer = new KafkaTaskConsumer({
-    brokers: [kafka.brokers],
-    clientId: "consumer-crash-test",
-    topicPrefix,
-    kind: "critical",
-    maxInFlight: 16,
-    maxRetained: 1000,
-    commitIntervalMs: 100,
-    sessionTimeoutMs: 6000,
-    retries: 1,
+  clients = await startQueueClients(kafka.brokers, "consumer-crash", {
     onError: (error) => errors.push(error),
     onRunning: (up) => running.push(up),
-  });
-  await consumer.start(async (value) => {
-    handled.add(value?.toString() ?? "");
-    return true;
   });
 }, 240_000);
 
 afterAll(async () => {
-  await consumer?.stop();
-  await publisher?.close();
+  await clients?.stop();
   await kafka?.destroy();
 }, 120_000);
 
 /** Publishes, retrying while the broker is still coming back. */
 async function publish(values: string[]): Promise<void> {
-  const messages = values.map((value) => ({ kind: "critical" as const, key: "t", value }));
   for (let attempt = 0; ; attempt++) {
     try {
-      return await publisher.publish(messages);
+      return await clients.send(values);
     } catch (error) {
       if (attempt >= 20) throw error;
       await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -72,7 +43,7 @@ async function publish(values: string[]): Promise<void> {
 }
 
 const named = (prefix: string) => Array.from({ length: 10 }, (_, i) => `${prefix}${i}`);
-const allHandled = (values: string[]) => values.every((v) => handled.has(v));
+const allHandled = (values: string[]) => values.every((v) => clients.consumed.has(v));
 
 describe("the worker's Kafka consumer", () => {
   it("consumes again after a crash that kafkajs would not restart", async () => {

@@ -7,19 +7,15 @@
  * until the kernel gives up.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { KafkaPublisher } from "../../src/adapters/kafka/kafka-publisher.js";
-import { KafkaTaskConsumer } from "../../src/adapters/kafka/kafka-task-consumer.js";
 import { type FreezingProxy, freezingProxy } from "./support/freezing-proxy.js";
-import { newTopicPrefix } from "./support/kafka.js";
 import { type OwnKafka, ownKafka } from "./support/own-kafka.js";
+import { type QueueClients, startQueueClients } from "./support/queue-clients.js";
 
 vi.setConfig({ testTimeout: 120_000 });
 
 let proxy: FreezingProxy;
 let kafka: OwnKafka;
-let publisher: KafkaPublisher;
-let consumer: KafkaTaskConsumer;
-const consumed = new Set<string>();
+let clients: QueueClients;
 
 beforeAll(async () => {
   let brokerPort = 0;
@@ -27,56 +23,26 @@ beforeAll(async () => {
   kafka = await ownKafka({ advertisedPort: proxy.port });
   brokerPort = kafka.port;
   await kafka.start();
-  const topicPrefix = newTopicPrefix("half-open");
-  publisher = new KafkaPublisher({
-    brokers: [kafka.brokers],
-    clientId: "half-open-test",
-    topicPrefix,
-    partitions: 1,
-    replicationFactor: 1,
-    requestTimeoutMs: 1000,
-    retries: 1,
-    onError: () => undefined,
-  });
-  await publisher.ensureTopics();
-  consumer = new KafkaTaskConsumer({
-    brokers: [kafka.brokers],
-    clientId: "half-open-test",
-    topicPrefix,
-    kind: "critical",
-    maxInFlight: 16,
-    maxRetained: 1000,
-    commitIntervalMs: 100,
-    sessionTimeoutMs: 6000,
-    retries: 1,
-    requestTimeoutMs: 1000,
-    onError: () => undefined,
-  });
-  await consumer.start(async (value) => {
-    consumed.add(value?.toString() ?? "");
-    return true;
-  });
+  clients = await startQueueClients(kafka.brokers, "half-open");
 }, 240_000);
 
 afterAll(async () => {
-  await consumer?.stop();
-  await publisher?.close();
+  await clients?.stop();
   await kafka?.destroy();
   await proxy?.close();
 }, 120_000);
 
-const send = (value: string) => publisher.publish([{ kind: "critical", key: "t", value }]);
-
 describe("Kafka clients on a half-open connection", () => {
   it("the publisher times out once, then connects again and sends; the consumer gets it", async () => {
-    await send("before");
+    const { send, consumed } = clients;
+    await send(["before"]);
     await expect.poll(() => consumed.has("before"), { timeout: 30_000 }).toBe(true);
     proxy.freeze();
-    await expect(send("frozen")).rejects.toThrow(/kafka unavailable/);
+    await expect(send(["frozen"])).rejects.toThrow(/kafka unavailable/);
     await expect
       .poll(
         () =>
-          send("after").then(
+          send(["after"]).then(
             () => "sent",
             () => "failed",
           ),

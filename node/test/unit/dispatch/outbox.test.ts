@@ -1,26 +1,11 @@
 /** The outbox on its own: one bad envelope does not hold back the rest of its batch. */
 import { describe, expect, it } from "vitest";
 import { Outbox } from "../../../src/app/dispatch/outbox.js";
-import type { ArmedTask } from "../../../src/domain/envelope.js";
 import type { DispatchHotTier } from "../../../src/ports/dispatch-hot-tier.js";
 import { noDispatchMetrics } from "../../../src/ports/dispatch-metrics.js";
 import type { OutboundMessage, Publisher } from "../../../src/ports/publisher.js";
 import { FakeClock } from "../../support/fake-clock.js";
-
-const task = (id: string, runAtMs: number): ArmedTask => ({
-  id,
-  tenantId: "t",
-  type: "x",
-  payloadJson: "null",
-  priority: "standard",
-  runAtMs,
-  attempt: 0,
-  fencingToken: "1",
-  timeoutMs: 1000,
-  idempotencyKey: null,
-  workflowId: null,
-  graceMs: 5000,
-});
+import { armedTask } from "./armed-task.js";
 
 describe("outbox", () => {
   it("drops and reports a task whose envelope cannot be built; the others are published", async () => {
@@ -44,7 +29,7 @@ describe("outbox", () => {
       onError: (_error, what) => errors.push(what),
     });
     const settled: string[] = [];
-    for (const t of [task("good", 1_000_000), task("bad", Number.MAX_VALUE)]) {
+    for (const t of [armedTask("good", 1_000_000), armedTask("bad", Number.MAX_VALUE)]) {
       outbox.add({
         task: t,
         shard: 3,

@@ -2,7 +2,6 @@
 import { describe, expect, it } from "vitest";
 import { Dispatcher } from "../../../src/app/dispatch/dispatcher.js";
 import { Outbox } from "../../../src/app/dispatch/outbox.js";
-import type { ArmedTask } from "../../../src/domain/envelope.js";
 import type { ClaimBatch, DispatchHotTier } from "../../../src/ports/dispatch-hot-tier.js";
 import { noDispatchMetrics } from "../../../src/ports/dispatch-metrics.js";
 import type {
@@ -14,6 +13,7 @@ import type {
 import type { PreciseTimers } from "../../../src/ports/precise-timers.js";
 import type { OutboundMessage, Publisher } from "../../../src/ports/publisher.js";
 import { FakeClock } from "../../support/fake-clock.js";
+import { armedTask } from "./armed-task.js";
 
 class FakeTimers implements PreciseTimers {
   private timers: Array<{ atMs: number; callback: () => void; live: boolean }> = [];
@@ -43,23 +43,6 @@ class FakeTimers implements PreciseTimers {
       t.callback();
     }
   }
-}
-
-function armedTask(id: string, runAtMs: number): ArmedTask {
-  return {
-    id,
-    tenantId: "t",
-    type: "x",
-    payloadJson: "null",
-    priority: "standard",
-    runAtMs,
-    attempt: 0,
-    fencingToken: "1",
-    timeoutMs: 1000,
-    idempotencyKey: null,
-    workflowId: null,
-    graceMs: 5000,
-  };
 }
 
 /** Shard 3 at epoch 7 is ours (unless `shards` says more); tasks are due in shard 3 unless keyed `<shard>/id`. */
