@@ -26,6 +26,17 @@ function node(id: string, store: MemoryLeaseStore, clock: FakeClock, wantLeader 
   return { manager, events };
 }
 
+/** Nodes a and b on one store, each after its first heartbeat (a first: it holds every shard). */
+async function twoNodes() {
+  const store = new MemoryLeaseStore();
+  const clock = new FakeClock();
+  const a = node("a", store, clock);
+  const b = node("b", store, clock);
+  await a.manager.heartbeat();
+  await b.manager.heartbeat();
+  return { store, clock, a, b };
+}
+
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 describe("lease manager", () => {
@@ -99,12 +110,7 @@ describe("lease manager", () => {
   });
 
   it("a release that fails after the drain gives the lease up: it expires and is taken again, not renewed idle", async () => {
-    const store = new MemoryLeaseStore();
-    const clock = new FakeClock();
-    const a = node("a", store, clock);
-    const b = node("b", store, clock);
-    await a.manager.heartbeat();
-    await b.manager.heartbeat();
+    const { store, clock, a } = await twoNodes();
     const release = store.release.bind(store);
     store.release = async () => {
       throw new Error("connection terminated");
@@ -141,12 +147,7 @@ describe("lease manager", () => {
   });
 
   it("deletes the membership row of a node that stopped, never a shard lease", async () => {
-    const store = new MemoryLeaseStore();
-    const clock = new FakeClock();
-    const a = node("a", store, clock);
-    const b = node("b", store, clock);
-    await a.manager.heartbeat();
-    await b.manager.heartbeat();
+    const { store, clock, a } = await twoNodes();
     expect(store.rows.has("node:shard:b")).toBe(true);
     // b dies without releasing; a keeps beating past b's expiry.
     for (let i = 0; i < 3; i++) {
