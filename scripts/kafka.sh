@@ -18,6 +18,8 @@
 #   KAFKA_ADVERTISED_PORT  port clients are told to use (default KAFKA_PORT; a
 #                          test puts a proxy there, started before the broker)
 #   KAFKA_HEAP             JVM -Xmx (default 512m)
+#   KAFKA_EXTRA_PROPS      lines appended to the broker's properties (they win
+#                          over the defaults above them)
 #   KAFKA_JVM_OPTS         JVM options instead of the small defaults in jvm_opts
 #   KAFKA_START_TIMEOUT    seconds to wait for readiness (default 90)
 #   KAFKA_KEEP_DATA=1      keep the data dir across starts (default: fresh)
@@ -132,6 +134,7 @@ log.retention.hours=24
 # The log cleaner (compaction, used by __consumer_offsets) allocates its
 # dedupe buffer on the heap up front: 128 MiB by default.
 log.cleaner.dedupe.buffer.size=16777216
+${KAFKA_EXTRA_PROPS:-}
 EOF
 }
 

@@ -240,7 +240,7 @@ export class LeaseManager {
       // listener gave it up) for as long as this node wants it. Lost, it expires and is taken
       // again under a new epoch, by whichever node then wants it.
       this.options.onError?.(error, `release ${name}`);
-      this.lose(name);
+      if (this.held.get(name) === held) this.lose(name); // not a newer acquisition meanwhile
     } finally {
       this.releasing.delete(name);
     }

@@ -31,8 +31,10 @@ export interface KafkaOptions {
 
 export class KafkaPublisher implements Publisher {
   private readonly kafka: Kafka;
-  private readonly producer: Producer;
+  private producer: Producer;
   private connected: Promise<void> | undefined;
+  /** Producers replaced after a timeout, until their disconnect (which waits for their requests) ends. */
+  private readonly retiring = new Set<Promise<void>>();
 
   constructor(private readonly options: KafkaOptions) {
     this.kafka = new Kafka({
@@ -43,10 +45,7 @@ export class KafkaPublisher implements Publisher {
       requestTimeout: options.requestTimeoutMs ?? 10_000,
       retry: { retries: options.retries ?? 5, initialRetryTime: 100, maxRetryTime: 2000 },
     });
-    this.producer = this.kafka.producer({
-      createPartitioner: cachedKeyPartitioner,
-      allowAutoTopicCreation: false,
-    });
+    this.producer = this.newProducer();
   }
 
   async ensureTopics(): Promise<void> {
@@ -75,7 +74,8 @@ export class KafkaPublisher implements Publisher {
 
   async publish(messages: readonly OutboundMessage[]): Promise<void> {
     if (messages.length === 0) return;
-    this.connected ??= this.producer.connect();
+    const producer = this.producer;
+    this.connected ??= producer.connect();
     const byTopic = new Map<string, Array<{ key: string; value: string }>>();
     for (const m of messages) {
       const topic = this.topicOf(m.kind);
@@ -86,23 +86,43 @@ export class KafkaPublisher implements Publisher {
     }
     try {
       await this.connected;
-      await this.producer.sendBatch({
+      await producer.sendBatch({
         acks: -1,
         compression: CompressionTypes.None,
         topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })),
       });
     } catch (error) {
       this.options.onError(error);
-      // kafkajs keeps a connection whose requests time out: on a half-open one (a frozen
-      // host, a partition) every send would time out on it for about 15 minutes.
-      if (causedByTimeout(error)) await this.producer.disconnect().catch(() => undefined);
-      this.connected = undefined; // connect again next time (a failed connect stays rejected)
+      if (producer === this.producer) {
+        this.connected = undefined; // connect again next time (a failed connect stays rejected)
+        // kafkajs keeps a connection whose requests time out: on a half-open one (a frozen
+        // host, a partition) every send would time out on it for about 15 minutes. A new
+        // producer has its own connections; the old one's disconnect waits for its requests.
+        if (causedByTimeout(error)) this.replaceProducer();
+      }
       throw unavailable(error);
     }
   }
 
   async close(): Promise<void> {
-    await this.producer.disconnect().catch(() => undefined);
+    await Promise.all([this.producer.disconnect().catch(() => undefined), ...this.retiring]);
+  }
+
+  private newProducer(): Producer {
+    return this.kafka.producer({
+      createPartitioner: cachedKeyPartitioner,
+      allowAutoTopicCreation: false,
+    });
+  }
+
+  private replaceProducer(): void {
+    const old = this.producer;
+    this.producer = this.newProducer();
+    const retired = old
+      .disconnect()
+      .catch(() => undefined)
+      .finally(() => this.retiring.delete(retired));
+    this.retiring.add(retired);
   }
 
   private topicOf(kind: TopicKind): string {

@@ -62,6 +62,8 @@ export type MessageHandler = (value: Buffer | null) => Promise<boolean>;
 
 const FINAL_COMMIT_TIMEOUT_MS = 5000;
 const RESTART_DELAY_MS = { first: 500, max: 10_000 };
+/** stop() waits this long at most for a restart under way, so as to disconnect what it started. */
+const RESTART_WAIT_MS = 15_000;
 /** Heartbeat answers that mean this member must rejoin its group (kafkajs' own isRebalancing). */
 const REJOIN_ERRORS = new Set([
   "REBALANCE_IN_PROGRESS",
@@ -82,6 +84,8 @@ export class KafkaTaskConsumer {
   /** Joined to its group and fetching (false from a crash until the restart joins again). */
   private running = false;
   private restartTimer: NodeJS.Timeout | undefined;
+  /** A restart's connect and join, while under way. */
+  private restarting: Promise<void> | undefined;
   private restartDelayMs = RESTART_DELAY_MS.first;
   private runConfig: ConsumerRunConfig | undefined;
 
@@ -115,6 +119,10 @@ export class KafkaTaskConsumer {
       options.onRunning?.(false);
       options.onError(event.payload.error);
       this.restartAfterCrash();
+    });
+    // kafkajs stops the crashed consumer (no group any more) before it reports the crash.
+    this.consumer.on(this.consumer.events.STOP, () => {
+      this.running = false;
     });
     this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
       // A new generation starts from the committed offsets: what was handed out before is re-delivered.
@@ -182,8 +190,12 @@ export class KafkaTaskConsumer {
   async stop(): Promise<void> {
     this.stopping = true;
     clearTimeout(this.restartTimer);
-    // A crashed consumer awaiting its restart has no group to pause: stopping it is all.
-    if (this.running) this.consumer.pause([{ topic: this.topic }]);
+    if (this.restarting) await withTimeout(this.restarting, RESTART_WAIT_MS);
+    try {
+      this.consumer.pause([{ topic: this.topic }]);
+    } catch {
+      // Crashed (or being stopped by kafkajs for a crash): no group to pause; stopping it is all.
+    }
     this.wakeRoom();
     try {
       await new Promise<void>((resolve) => {
@@ -209,16 +221,19 @@ export class KafkaTaskConsumer {
     const delay = this.restartDelayMs;
     this.restartDelayMs = Math.min(delay * 2, RESTART_DELAY_MS.max);
     clearTimeout(this.restartTimer);
-    this.restartTimer = setTimeout(async () => {
+    this.restartTimer = setTimeout(() => {
       if (this.stopping) return;
-      try {
-        await this.consumer.connect();
-        if (this.stopping) return; // stop() disconnects it
-        await this.consumer.run(runConfig);
-      } catch (error) {
-        this.options.onError(error); // connect failed: no crash event follows, so try again here
-        this.restartAfterCrash();
-      }
+      this.restarting = (async () => {
+        try {
+          await this.consumer.connect();
+          await this.consumer.run(runConfig);
+        } catch (error) {
+          this.options.onError(error); // connect failed: no crash event follows, so try again here
+          this.restartAfterCrash();
+        } finally {
+          this.restarting = undefined;
+        }
+      })();
     }, delay);
   }
 

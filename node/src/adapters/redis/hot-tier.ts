@@ -23,6 +23,9 @@ export function createRedis(options: RedisOptions): Redis {
     // partition) every command would time out until the kernel gives up, about 15 minutes.
     // No answer to a pending command for this long drops the socket and reconnects.
     socketTimeout: Math.max(5 * options.commandTimeoutMs, 5000),
+    // Commands whose callers already gave up (timed out) are not sent again on the new
+    // connection: a claim nobody awaits would hold its ids for the claim TTL.
+    autoResendUnfulfilledCommands: false,
     connectTimeout: options.connectTimeoutMs,
     // Fail fast while disconnected: callers answer 503 or count a lost add.
     maxRetriesPerRequest: 1,

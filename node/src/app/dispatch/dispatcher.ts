@@ -126,8 +126,7 @@ export class Dispatcher {
     const running = this.running.get(shard);
     if (!running) return;
     await withTimeout(running.dispatcher.drain(), this.options.drainTimeoutMs);
-    // Lost and acquired again meanwhile: the new dispatcher is not the one drained.
-    if (this.running.get(shard) === running) await this.stopShard(shard);
+    await this.stopShard(shard);
   }
 
   async stopAll(): Promise<void> {

@@ -108,9 +108,9 @@ export class ShardDispatcher {
       for (const task of result.armed) this.load(task);
       metrics.wheelSize(this.shard, this.loaded.size);
     }
-    // After the load: a failed ack must not keep what was armed out of the wheel (the claims
-    // it leaves behind expire back to due, and the next arm refuses them again).
-    await this.forgetUnarmed(claims, result.armed).catch(() => undefined);
+    // After the load: a failed ack (the round reports it) must not keep what was armed out of
+    // the wheel; the claims it leaves behind expire back to due, and the next arm refuses them.
+    await this.forgetUnarmed(claims, result.armed);
   }
 
   /** Stop claiming; resolves once everything held was published (or dropped). */

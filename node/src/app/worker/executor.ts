@@ -83,7 +83,14 @@ export type ExecutionReport =
 class Abandoned extends Error {}
 class Unrecorded extends Error {}
 
-const MAX_STATEMENT_TIMEOUTS = 5;
+/**
+ * A start cancelled at the statement timeout this many times in a row is left
+ * to the reconciler (re-armed after the dispatch timeout): retrying it for
+ * ever would hold its slot and its partition's commit point until the
+ * queue's fetch stops. Outcomes are retried for ever: an outcome given up
+ * would let the lease expire, and a handler that succeeded run again.
+ */
+const MAX_START_TIMEOUTS = 5;
 
 const STOPPED = workerStoppingFailure(
   "the worker stopped before the attempt finished (its drain timeout passed)",
@@ -126,8 +133,10 @@ export class Executor {
     if (this.draining) return "abandoned";
     try {
       const nowMs = this.deps.clock.nowMs();
-      const start = await this.durably("start", () =>
-        this.deps.store.start(ref, this.options.workerId, this.options.leaseMs, nowMs),
+      const start = await this.durably(
+        "start",
+        () => this.deps.store.start(ref, this.options.workerId, this.options.leaseMs, nowMs),
+        MAX_START_TIMEOUTS,
       );
       if (start.kind !== "started") {
         this.deps.metrics.staleToken("start");
@@ -349,21 +358,24 @@ export class Executor {
    * Repeats a store call while Postgres is unavailable; gives up only when
    * the worker stops (Abandoned). A permanent error ends the message
    * (Unrecorded): the reconciler recovers the task (re-arm or lease expiry).
-   * So does a statement cancelled at its timeout MAX_STATEMENT_TIMEOUTS times
-   * in a row: Postgres is up, and retrying for ever would hold the slot and
-   * the partition's commit point until the queue's fetch stops.
+   * So does a statement cancelled at its timeout `maxTimeouts` times in a row
+   * (Postgres is up, and this statement too slow or blocked).
    */
-  private async durably<T>(what: string, call: () => Promise<T>): Promise<T> {
+  private async durably<T>(
+    what: string,
+    call: () => Promise<T>,
+    maxTimeouts = Number.POSITIVE_INFINITY,
+  ): Promise<T> {
     let waitMs = this.options.dependencyRetryMs;
     let timeouts = 0;
     for (;;) {
       try {
         return await call();
       } catch (error) {
-        const transient =
-          error instanceof ChronofenceError &&
-          error.code === ErrorCode.Unavailable &&
-          (error.details?.reason !== STATEMENT_TIMEOUT || ++timeouts < MAX_STATEMENT_TIMEOUTS);
+        const unavailable =
+          error instanceof ChronofenceError && error.code === ErrorCode.Unavailable;
+        timeouts = unavailable && error.details?.reason === STATEMENT_TIMEOUT ? timeouts + 1 : 0;
+        const transient = unavailable && timeouts < maxTimeouts;
         if (!transient) {
           if (!isRefusedValue(error)) this.deps.onError(error, what);
           throw new Unrecorded(what, { cause: error });

@@ -20,7 +20,8 @@ export interface OwnKafka {
   brokers: string;
   /** The broker's own client port (what `brokers` names unless a proxy is advertised). */
   port: number;
-  start(): Promise<void>;
+  /** `extraProps`: broker property lines for this start only (KAFKA_EXTRA_PROPS). */
+  start(extraProps?: string): Promise<void>;
   stop(): Promise<void>;
   /** Stops it and deletes its run directory. */
   destroy(): Promise<void>;
@@ -54,9 +55,12 @@ export async function ownKafka(options: { advertisedPort?: number } = {}): Promi
     KAFKA_HEAP: "256m",
     KAFKA_START_TIMEOUT: "150",
   };
-  const script = async (command: "start" | "stop") => {
+  const script = async (command: "start" | "stop", extraProps = "") => {
     try {
-      await run(SCRIPT, [command], { env, timeout: 200_000 });
+      await run(SCRIPT, [command], {
+        env: { ...env, KAFKA_EXTRA_PROPS: extraProps },
+        timeout: 200_000,
+      });
     } catch (error) {
       const { stderr, stdout } = error as { stderr?: string; stdout?: string };
       throw new Error(
@@ -67,7 +71,7 @@ export async function ownKafka(options: { advertisedPort?: number } = {}): Promi
   return {
     brokers: `127.0.0.1:${options.advertisedPort ?? port}`,
     port,
-    start: () => script("start"),
+    start: (extraProps) => script("start", extraProps),
     stop: () => script("stop"),
     async destroy() {
       await script("stop").catch(() => undefined);

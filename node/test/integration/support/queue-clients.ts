@@ -11,6 +11,8 @@ export interface QueueClients {
   publisher: KafkaPublisher;
   consumer: KafkaTaskConsumer;
   consumed: Set<string>;
+  /** Resolves once the consumer joined its group. */
+  joined: Promise<void>;
   /** Publishes the values to the critical queue, in one request. */
   send(values: string[]): Promise<void>;
   stop(): Promise<void>;
@@ -19,7 +21,12 @@ export interface QueueClients {
 export async function startQueueClients(
   brokers: string,
   name: string,
-  hooks: { onError?: (error: unknown) => void; onRunning?: (running: boolean) => void } = {},
+  hooks: {
+    onError?: (error: unknown) => void;
+    onRunning?: (running: boolean) => void;
+    /** Return before the consumer joined its group (a test of a join that fails first). */
+    dontWaitForJoin?: boolean;
+  } = {},
 ): Promise<QueueClients> {
   const topicPrefix = newTopicPrefix(name);
   const common = {
@@ -47,14 +54,16 @@ export async function startQueueClients(
     onRunning: hooks.onRunning,
   });
   const consumed = new Set<string>();
-  await consumer.start(async (value) => {
+  const joined = consumer.start(async (value) => {
     consumed.add(value?.toString() ?? "");
     return true;
   });
+  if (!hooks.dontWaitForJoin) await joined;
   return {
     publisher,
     consumer,
     consumed,
+    joined,
     send: (values) =>
       publisher.publish(values.map((value) => ({ kind: "critical", key: "t", value }))),
     async stop() {

@@ -235,7 +235,7 @@ describe("shard dispatcher", () => {
     const s = setup({ unarmable: ["gone"], failAcks: true });
     s.due.set("t0", s.clock.nowMs() + 100);
     s.due.set("gone", s.clock.nowMs() + 100);
-    await s.dispatcher.round();
+    await expect(s.dispatcher.round()).rejects.toThrow("Command timed out");
     s.clock.advance(100);
     s.timers.fireDue();
     await flushed();

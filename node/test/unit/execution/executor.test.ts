@@ -17,6 +17,11 @@ import type { DueEntry } from "../../../src/ports/hot-tier.js";
 import { noWorkerMetrics, type StaleAt } from "../../../src/ports/worker-metrics.js";
 import { FakeClock } from "../../support/fake-clock.js";
 
+const statementTimeout = () =>
+  new ChronofenceError(ErrorCode.Unavailable, "postgres unavailable", {
+    details: { reason: STATEMENT_TIMEOUT },
+  });
+
 /** A scripted store: records calls, answers what the test says. */
 class ScriptedStore implements ExecutionStore {
   startAnswer: StartOutcome = {
@@ -33,15 +38,14 @@ class ScriptedStore implements ExecutionStore {
 
   /** When set, start() waits for it (a slow Postgres). */
   startGate: Promise<void> | null = null;
-  /** Starts cancelled at the statement timeout before one succeeds. */
+  /** Starts (completions) cancelled at the statement timeout before one succeeds. */
   startTimeouts = 0;
+  completeTimeouts = 0;
   async start() {
     if (this.startGate) await this.startGate;
     if (this.startTimeouts > 0) {
       this.startTimeouts--;
-      throw new ChronofenceError(ErrorCode.Unavailable, "postgres unavailable during start", {
-        details: { reason: STATEMENT_TIMEOUT },
-      });
+      throw statementTimeout();
     }
     return this.startAnswer;
   }
@@ -53,6 +57,10 @@ class ScriptedStore implements ExecutionStore {
     if (this.completeFailures > 0) {
       this.completeFailures--;
       throw new ChronofenceError(ErrorCode.Unavailable, "postgres down");
+    }
+    if (this.completeTimeouts > 0) {
+      this.completeTimeouts--;
+      throw statementTimeout();
     }
     this.completed.push(resultJson);
     return { kind: "completed" };
@@ -159,6 +167,15 @@ describe("Executor", () => {
     await vi.runAllTimersAsync();
     expect(await givenUp).toBe("unrecorded");
     expect(handler).toHaveBeenCalledTimes(1);
+  });
+
+  it("never gives up a completion for statement timeouts: the handler's success is recorded", async () => {
+    handlers.register("t", async () => "done");
+    store.completeTimeouts = 8;
+    const done = executor.execute(envelope("t"), "standard");
+    await vi.runAllTimersAsync();
+    expect(await done).toBe("completed");
+    expect(store.completed).toEqual(['"done"']);
   });
 
   it("reports a permanent error as not retryable, and an unknown type likewise", async () => {
