@@ -291,3 +291,37 @@ describe("failover", () => {
     expect((await a.exited).signal).toBe("SIGKILL");
   });
 });
+
+describe("graceful shutdown", () => {
+  it("a dispatcher stopped with SIGTERM hands its shards over at once, not after its leases expire; every task is published, none early", async () => {
+    // Leases of 10 s: a shard left to expire would wait that long, one released is taken at
+    // the survivor's next heartbeat.
+    const ttlMs = 10_000;
+    const env = {
+      ...dispatcherEnv(),
+      CF_LEASE_TTL_MS: String(ttlMs),
+      CF_LEASE_SAFETY_MARGIN_MS: "1000",
+    };
+    const a = await startRolesChild("dispatcher", env);
+    const b = await startRolesChild("dispatcher", env);
+    await waitUntil(
+      "the shards are split between a and b",
+      shardOwners,
+      (o) => (o[a.nodeId] ?? 0) > 0 && (o[a.nodeId] ?? 0) + (o[b.nodeId] ?? 0) === 16,
+      30_000,
+    );
+    const tasks = await submitSpread(40, 800, 100, "graceful");
+    await waitUntil(
+      "some tasks published",
+      () => tasks.filter((t) => consumer.ofTask(t.id).length > 0).length,
+      (n) => n >= 5,
+    );
+    a.process.kill("SIGTERM");
+    expect(await a.exited).toEqual({ code: 0, signal: null });
+    const exitedAtMs = Date.now();
+    await waitUntil("b holds all 16 shards", shardOwners, (o) => o[b.nodeId] === 16, ttlMs);
+    expect(Date.now() - exitedAtMs).toBeLessThan(ttlMs / 3);
+    await expect.poll(allPublished(tasks), { timeout: 20_000 }).toBe(true);
+    expectAllPublishedNoneEarly(tasks);
+  }, 90_000);
+});
