@@ -74,6 +74,7 @@ export class LeaseManager {
   private readonly releasing = new Set<string>();
   private readonly shardCount: number;
   private stopping = false;
+  private beating: Promise<void> | undefined;
 
   constructor(
     private readonly store: LeaseStore,
@@ -118,14 +119,26 @@ export class LeaseManager {
 
   /** One heartbeat: expire, renew, join, rebalance, elect. Never overlaps itself (callers serialise). */
   async heartbeat(): Promise<void> {
+    const beat = this.beat();
+    this.beating = beat;
+    try {
+      await beat;
+    } finally {
+      if (this.beating === beat) this.beating = undefined;
+    }
+  }
+
+  private async beat(): Promise<void> {
     const sentMonoMs = this.clock.monotonicMs();
     const nowMs = this.clock.nowMs();
     for (const [name, held] of this.held) if (held.validUntilMonoMs <= sentMonoMs) this.lose(name);
     await this.renew(sentMonoMs, nowMs);
+    // Stopping: renew what is still being drained, join nothing again (a membership taken back
+    // after releaseAll would make the other nodes wait for it to expire before taking over).
+    if (this.stopping) return;
     for (const family of this.options.families) {
       await this.ensure(memberName(family, this.options.nodeId));
     }
-    if (this.stopping) return;
     for (const family of this.options.families) await this.rebalance(family, nowMs);
     if (this.options.wantLeader) await this.ensure(LEADER_LEASE);
   }
@@ -138,6 +151,7 @@ export class LeaseManager {
       for (const shard of this.shards(family)) drains.push(this.release(family, shard));
     }
     await Promise.allSettled(drains);
+    await this.beating?.catch(() => undefined); // whatever it acquires is released below
     const rest = [...this.held].map(([name, held]) => ({ name, epoch: held.epoch }));
     await this.store.release(this.options.nodeId, rest, this.clock.nowMs()).catch(() => []);
     for (const { name } of rest) this.forget(name, "released");

@@ -146,6 +146,20 @@ describe("lease manager", () => {
     expect(b.manager.isLeader).toBe(true);
   });
 
+  it("a heartbeat after releaseAll joins nothing again: the other node takes every shard at once", async () => {
+    const { store, clock, a, b } = await twoNodes();
+    clock.advance(100);
+    await a.manager.heartbeat();
+    await settle();
+    await b.manager.heartbeat();
+    await a.manager.releaseAll();
+    await a.manager.heartbeat(); // its heartbeat loop is stopped only after releaseAll
+    expect(store.rows.get("node:shard:a")!.expiresAtMs).toBeLessThanOrEqual(clock.nowMs());
+    clock.advance(100);
+    await b.manager.heartbeat();
+    expect(b.manager.shards("shard")).toHaveLength(16);
+  });
+
   it("deletes the membership row of a node that stopped, never a shard lease", async () => {
     const { store, clock, a } = await twoNodes();
     expect(store.rows.has("node:shard:b")).toBe(true);
