@@ -158,6 +158,11 @@ describe("dispatcher", () => {
 
   it("publishes a task later than its tenant's grace to tasks.overdue", async () => {
     const late = await submit({ type: "late", priority: "critical", delay_ms: 600_000 });
+    const shard = shardOf(tenant.id, late.id);
+    // The API adds to Redis after answering: wait for it, or it could land after the ZADD below.
+    await expect
+      .poll(() => redis.zscore(dueKey(config.redisKeyPrefix, shard), late.id), { timeout: 10_000 })
+      .not.toBeNull();
     // As if every dispatcher had been down for 10 s past its run_at (grace is 5 s).
     const runAtMs = Date.now() - 10_000;
     await withPg(db.url, (c) =>
@@ -166,7 +171,6 @@ describe("dispatcher", () => {
         [late.id, runAtMs],
       ),
     );
-    const shard = shardOf(tenant.id, late.id);
     await redis.zrem(dueKey(config.redisKeyPrefix, shard), late.id);
     await redis.zadd(dueKey(config.redisKeyPrefix, shard), runAtMs, late.id);
     await expect.poll(() => consumer.ofTask(late.id).length, { timeout: 10_000 }).toBe(1);

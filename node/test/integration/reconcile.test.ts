@@ -68,7 +68,12 @@ async function submit(delayMs: number): Promise<{ id: string; runAtMs: number; s
   });
   expect(answer.status).toBe(201);
   const id = answer.body.id as string;
-  return { id, runAtMs: Date.parse(answer.body.run_at), shard: shardOf(tenant.id, id) };
+  const shard = shardOf(tenant.id, id);
+  // The API adds to Redis after answering: wait for it, or a test's own ZREM could come first.
+  await expect
+    .poll(() => redis.zscore(dueKey(config.redisKeyPrefix, shard), id), { timeout: 10_000 })
+    .not.toBeNull();
+  return { id, runAtMs: Date.parse(answer.body.run_at), shard };
 }
 
 const rowOf = (id: string) =>
