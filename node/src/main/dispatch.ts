@@ -147,7 +147,7 @@ export async function startDispatchRoles(
       safetyMarginMs: config.leaseSafetyMarginMs,
       families,
       wantLeader: roles.has("reconciler"),
-      onError: (error, what) => log.warn({ err: error }, what),
+      onError,
     },
   );
   const heartbeat = new Loop(

@@ -56,7 +56,7 @@ export async function startPlanner(
       safetyMarginMs: config.leaseSafetyMarginMs,
       families: [PLAN_FAMILY],
       wantLeader: false,
-      onError: (error, what) => log.warn({ err: error }, what),
+      onError,
     },
   );
   const planner = new Planner(

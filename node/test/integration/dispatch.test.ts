@@ -18,7 +18,7 @@ import {
   type TestTenant,
 } from "./support/api.js";
 import { newTopicPrefix, requireKafka, TestConsumer } from "./support/kafka.js";
-import { TEST_REDIS_URL, type TestDatabase, withPg } from "./support/services.js";
+import { TEST_REDIS_URL, type TestDatabase, untilDue, withPg } from "./support/services.js";
 import { waitUntil } from "./support/wait.js";
 
 let fixture: ApiFixture;
@@ -158,11 +158,8 @@ describe("dispatcher", () => {
 
   it("publishes a task later than its tenant's grace to tasks.overdue", async () => {
     const late = await submit({ type: "late", priority: "critical", delay_ms: 600_000 });
+    await untilDue(redis, config.redisKeyPrefix, { tenantId: tenant.id, id: late.id }); // before the ZADD below
     const shard = shardOf(tenant.id, late.id);
-    // The API adds to Redis after answering: wait for it, or it could land after the ZADD below.
-    await expect
-      .poll(() => redis.zscore(dueKey(config.redisKeyPrefix, shard), late.id), { timeout: 10_000 })
-      .not.toBeNull();
     // As if every dispatcher had been down for 10 s past its run_at (grace is 5 s).
     const runAtMs = Date.now() - 10_000;
     await withPg(db.url, (c) =>

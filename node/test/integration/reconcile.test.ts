@@ -25,7 +25,13 @@ import {
   type TestApi,
   type TestTenant,
 } from "./support/api.js";
-import { deleteRedisKeys, TEST_REDIS_URL, type TestDatabase, withPg } from "./support/services.js";
+import {
+  deleteRedisKeys,
+  TEST_REDIS_URL,
+  type TestDatabase,
+  untilDue,
+  withPg,
+} from "./support/services.js";
 
 let fixture: ApiFixture;
 let db: TestDatabase;
@@ -68,12 +74,8 @@ async function submit(delayMs: number): Promise<{ id: string; runAtMs: number; s
   });
   expect(answer.status).toBe(201);
   const id = answer.body.id as string;
-  const shard = shardOf(tenant.id, id);
-  // The API adds to Redis after answering: wait for it, or a test's own ZREM could come first.
-  await expect
-    .poll(() => redis.zscore(dueKey(config.redisKeyPrefix, shard), id), { timeout: 10_000 })
-    .not.toBeNull();
-  return { id, runAtMs: Date.parse(answer.body.run_at), shard };
+  await untilDue(redis, config.redisKeyPrefix, { tenantId: tenant.id, id }); // before a test's ZREM
+  return { id, runAtMs: Date.parse(answer.body.run_at), shard: shardOf(tenant.id, id) };
 }
 
 const rowOf = (id: string) =>

@@ -8,6 +8,7 @@ import { Redis } from "ioredis";
 import pg from "pg";
 import { systemClock } from "../../../src/adapters/clock/system-clock.js";
 import { type Config, resolveConfig } from "../../../src/config/config.js";
+import { dueKey, shardOf } from "../../../src/domain/shard.js";
 import { ensureDatabase, runMaintenance, runMigrations } from "../../../src/main/admin.js";
 import type { Clock } from "../../../src/ports/clock.js";
 
@@ -119,6 +120,23 @@ export async function deleteRedisKeys(prefix: string): Promise<void> {
     } while (cursor !== "0");
   } finally {
     redis.disconnect();
+  }
+}
+
+/**
+ * Resolves once the API's add of a task to its shard's due set has landed: the
+ * API adds after it answers, so a test that then changes the entry could be overtaken.
+ */
+export async function untilDue(
+  redis: Redis,
+  keyPrefix: string,
+  task: { tenantId: string; id: string },
+): Promise<void> {
+  const key = dueKey(keyPrefix, shardOf(task.tenantId, task.id));
+  const deadline = Date.now() + 10_000;
+  while ((await redis.zscore(key, task.id)) === null) {
+    if (Date.now() > deadline) throw new Error(`task ${task.id} never reached ${key}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
