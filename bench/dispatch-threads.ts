@@ -17,8 +17,8 @@
 
 import { parseArgs } from "node:util";
 import { isMainThread, parentPort, Worker } from "node:worker_threads";
-import { Timers } from "../node/src/timers/timers.js";
-import { workerThreadDriver } from "../node/src/timers/worker-thread-driver.js";
+import { Timers } from "../node/src/timing/timers.js";
+import { workerThreadDriver } from "../node/src/timing/worker-thread-driver.js";
 
 const SHARDS = 16;
 

@@ -16,14 +16,14 @@
  */
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { TimingWheel } from "../node/src/adapters/wasm/wasm-wheel.js";
-import type { TimerWheel } from "../node/src/ports/timer-wheel.js";
-import { mainThreadDriver } from "../node/src/timers/main-thread-driver.js";
-import { Timers } from "../node/src/timers/timers.js";
-import type { WakeDriverFactory } from "../node/src/timers/wake-driver.js";
-import { preciseNowMs } from "../node/src/timers/wake-driver.js";
-import { workerThreadDriver } from "../node/src/timers/worker-thread-driver.js";
-import { TsTimingWheel } from "../node/src/wheel/ts-wheel.js";
+import { mainThreadDriver } from "../node/src/timing/main-thread-driver.js";
+import type { TimerWheel } from "../node/src/timing/timer-wheel.js";
+import { Timers } from "../node/src/timing/timers.js";
+import type { WakeDriverFactory } from "../node/src/timing/wake-driver.js";
+import { preciseNowMs } from "../node/src/timing/wake-driver.js";
+import { TimingWheel } from "../node/src/timing/wasm-wheel.js";
+import { workerThreadDriver } from "../node/src/timing/worker-thread-driver.js";
+import { TsTimingWheel } from "./ts-wheel.js";
 
 interface Figures {
   schedule_per_s?: number;

@@ -2,7 +2,7 @@
  * Chronofence's hierarchical timing wheel.
  *
  * Time is an argument: the wheel never reads a clock. The caller passes whole
- * milliseconds ("ticks") as f64; the Node side (node/src/wheel/ticks.ts) owns the
+ * milliseconds ("ticks") as f64; the Node side (node/src/timing/ticks.ts) owns the
  * rounding from fractional milliseconds, always upwards so nothing fires early.
  *
  * Six levels of 64 slots, as in tokio and the Linux kernel. Level L's slots each

@@ -1,5 +1,5 @@
-import { Timers } from "../timers/timers.js";
-import { preciseNowMs } from "../timers/wake-driver.js";
+import { Timers } from "../timing/timers.js";
+import { preciseNowMs } from "../timing/wake-driver.js";
 
 /** `chronofence demo`: schedules a few timers on the Wasm wheel and prints how late each fired. */
 export async function runTimerDemo(count: number): Promise<void> {

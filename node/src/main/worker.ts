@@ -24,13 +24,14 @@ import { PromWorkerMetrics } from "../adapters/metrics/worker-metrics.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import type { PgPool } from "../adapters/pg/pool.js";
 import { RedisHotTier } from "../adapters/redis/hot-tier.js";
-import { Executor } from "../app/worker/executor.js";
-import { HandlerRegistry } from "../app/worker/handler.js";
-import { QueueLimiter } from "../app/worker/limiter.js";
+import { Executor } from "../app/execution/executor.js";
+import { HandlerMap } from "../app/execution/handler-registry.js";
+import { QueueLimiter } from "../app/execution/limiter.js";
 import type { Config } from "../config/config.js";
 import type { TopicKind } from "../domain/envelope.js";
 import { parseEnvelope } from "../domain/inbound-envelope.js";
 import type { Clock } from "../ports/clock.js";
+import type { HandlerRegistry } from "../ports/handler.js";
 import { defaultNodeId } from "./dispatch.js";
 import { uuidv7From } from "./ids.js";
 import { rolePgPool, roleRedis } from "./role-connections.js";
@@ -66,7 +67,7 @@ export async function startWorker(
   const metrics = new PromWorkerMetrics({ defaultMetrics: true });
 
   const cpuPool = new CpuPool(config.workerCpuThreads);
-  const registry = registerBuiltins(new HandlerRegistry());
+  const registry = registerBuiltins(new HandlerMap());
   registry.register("spin", cpuPool.handler(CPU_BUILTINS_FILE, "spin"));
   if (config.workerHandlers !== "") {
     const types = await registerUserModule(config.workerHandlers, registry, cpuPool);

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/adapters/clock/system-clock.js";
 import { createPgPool } from "../../src/adapters/pg/pool.js";
 import { PgTaskStore } from "../../src/adapters/pg/task-store.js";
-import { GroupCommitter } from "../../src/app/group-commit.js";
+import { GroupCommitter } from "../../src/app/ingest/group-commit.js";
 import { revokeKey } from "../../src/main/admin.js";
 import {
   type ApiFixture,

@@ -13,9 +13,14 @@ import { PgPlanStore } from "../../src/adapters/pg/plan-store.js";
 import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
 import { PgScheduleStore } from "../../src/adapters/pg/schedule-store.js";
 import { RedisHotTier } from "../../src/adapters/redis/hot-tier.js";
-import { LeaseManager } from "../../src/app/leases.js";
-import { PLAN_FAMILY, Planner, type PlannerOptions, planLeasesOf } from "../../src/app/planner.js";
-import { ScheduleService } from "../../src/app/schedules.js";
+import {
+  PLAN_FAMILY,
+  Planner,
+  type PlannerOptions,
+  planLeasesOf,
+} from "../../src/app/schedules/planner.js";
+import { ScheduleService } from "../../src/app/schedules/schedules.js";
+import { LeaseManager } from "../../src/app/shared/leases.js";
 import { dueKey, shardOf } from "../../src/domain/shard.js";
 import { DEFAULT_TENANT_LIMITS, type Principal } from "../../src/domain/tenant.js";
 import { uuidv7From } from "../../src/main/ids.js";

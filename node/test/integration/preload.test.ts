@@ -14,7 +14,7 @@ import { PgDispatchStore } from "../../src/adapters/pg/dispatch-store.js";
 import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
 import { PgTaskStore } from "../../src/adapters/pg/task-store.js";
 import { RedisDispatchHotTier } from "../../src/adapters/redis/dispatch-hot-tier.js";
-import { Preloader } from "../../src/app/preloader.js";
+import { Preloader } from "../../src/app/dispatch/preloader.js";
 import { dueKey, HOT_SHARD_COUNT, shardOf } from "../../src/domain/shard.js";
 import { noDispatchMetrics } from "../../src/ports/dispatch-metrics.js";
 import type { InsertRequest } from "../../src/ports/task-store.js";

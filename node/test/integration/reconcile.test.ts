@@ -12,7 +12,7 @@ import { PgExecutionStore } from "../../src/adapters/pg/execution-store.js";
 import { PgLeaseStore } from "../../src/adapters/pg/lease-store.js";
 import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
 import { RedisDispatchHotTier } from "../../src/adapters/redis/dispatch-hot-tier.js";
-import { Reconciler } from "../../src/app/reconciler.js";
+import { Reconciler } from "../../src/app/dispatch/reconciler.js";
 import type { Config } from "../../src/config/config.js";
 import { claimedKey, dueKey, shardOf } from "../../src/domain/shard.js";
 import { noDispatchMetrics } from "../../src/ports/dispatch-metrics.js";

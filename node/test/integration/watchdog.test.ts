@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { systemClock } from "../../src/adapters/clock/system-clock.js";
 import { ApiClient } from "../../src/adapters/http/api-client.js";
 import { HttpWatchdogApi } from "../../src/adapters/http/watchdog-api.js";
-import { CANARY_ALERT, Watchdog } from "../../src/app/watchdog.js";
+import { CANARY_ALERT, Watchdog } from "../../src/app/watchdog/watchdog.js";
 import type { Alert, AlertSink } from "../../src/ports/watchdog.js";
 import { type ApiFixture, call, startApiFixture } from "./support/api.js";
 import { waitUntil } from "./support/wait.js";

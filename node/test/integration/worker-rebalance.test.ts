@@ -8,8 +8,8 @@
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { systemClock } from "../../src/adapters/clock/system-clock.js";
-import type { HandlerRegistry } from "../../src/app/worker/handler.js";
 import { type RunningWorker, startWorker } from "../../src/main/worker.js";
+import type { HandlerRegistry } from "../../src/ports/handler.js";
 import { submitTask } from "./support/api.js";
 import { requireKafka } from "./support/kafka.js";
 import { type Pipeline, startPipeline } from "./support/pipeline.js";

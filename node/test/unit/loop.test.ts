@@ -1,6 +1,6 @@
 /** Loop: a failing step is retried, even when reporting the failure throws too. */
 import { describe, expect, it } from "vitest";
-import { Loop } from "../../src/app/loop.js";
+import { Loop } from "../../src/app/shared/loop.js";
 
 describe("loop", () => {
   it("runs its step again after the step and its error report both threw", async () => {

@@ -1,10 +1,10 @@
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { describe, expect, it, vi } from "vitest";
-import { mainThreadDriver } from "../../src/timers/main-thread-driver.js";
-import { Timers } from "../../src/timers/timers.js";
-import type { WakeDriverFactory } from "../../src/timers/wake-driver.js";
-import { workerThreadDriver } from "../../src/timers/worker-thread-driver.js";
+import { mainThreadDriver } from "../../src/timing/main-thread-driver.js";
+import { Timers } from "../../src/timing/timers.js";
+import type { WakeDriverFactory } from "../../src/timing/wake-driver.js";
+import { workerThreadDriver } from "../../src/timing/worker-thread-driver.js";
 
 /** A driver the test winds by hand, with a clock that moves only when told. */
 function manualTime(startMs = 1_000_000) {
@@ -242,7 +242,7 @@ describe("the main-thread driver", () => {
 
 describe("process lifetime", () => {
   it("does not keep the process alive after close()", () => {
-    const entry = new URL("../../../dist/node/src/index.js", import.meta.url);
+    const entry = new URL("../../../dist/node/src/entries/chronofence.js", import.meta.url);
     expect(existsSync(entry), "run `npm run build` first").toBe(true);
     const script = `
       import { Timers, mainThreadDriver, workerThreadDriver } from ${JSON.stringify(entry.href)};
@@ -260,7 +260,7 @@ describe("process lifetime", () => {
     expect(result.stdout.toString()).toBe("");
   });
   it("lets the process exit once the last timer fired, without close(), with either driver", () => {
-    const entry = new URL("../../../dist/node/src/index.js", import.meta.url);
+    const entry = new URL("../../../dist/node/src/entries/chronofence.js", import.meta.url);
     const script = `
       import { Timers, mainThreadDriver, workerThreadDriver } from ${JSON.stringify(entry.href)};
       for (const driver of [workerThreadDriver, mainThreadDriver]) {

@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { TimingWheel } from "../../src/adapters/wasm/wasm-wheel.js";
-import type { TimerWheel } from "../../src/ports/timer-wheel.js";
-import { ReferenceWheel } from "../../src/wheel/reference-wheel.js";
-import { TsTimingWheel } from "../../src/wheel/ts-wheel.js";
+import { TsTimingWheel } from "../../../bench/ts-wheel.js";
+import { ReferenceWheel } from "../../src/timing/reference-wheel.js";
+import type { TimerWheel } from "../../src/timing/timer-wheel.js";
+import { TimingWheel } from "../../src/timing/wasm-wheel.js";
 
 const HORIZON_MS = 2 ** 36;
 const LEVEL_SPANS_MS = [1, 64, 64 ** 2, 64 ** 3, 64 ** 4, 64 ** 5, HORIZON_MS];

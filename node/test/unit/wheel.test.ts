@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { TimingWheel } from "../../src/adapters/wasm/wasm-wheel.js";
-import { TsTimingWheel } from "../../src/wheel/ts-wheel.js";
+import { TsTimingWheel } from "../../../bench/ts-wheel.js";
+import { TimingWheel } from "../../src/timing/wasm-wheel.js";
 
 const HORIZON_MS = 2 ** 36;
 const IO_CAPACITY = 4096;

@@ -15,8 +15,8 @@
  *           5xx and network errors are retryable; other statuses are not.
  */
 
-import type { Handler, HandlerRegistry } from "../../app/worker/handler.js";
 import { PermanentError } from "../../domain/execution-error.js";
+import type { Handler, HandlerRegistry } from "../../ports/handler.js";
 
 const MAX_BODY_CHARS = 64 * 1024;
 

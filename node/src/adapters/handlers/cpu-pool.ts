@@ -8,7 +8,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { Piscina } from "piscina";
-import type { Handler, HandlerContext } from "../../app/worker/handler.js";
+import type { Handler, HandlerContext } from "../../ports/handler.js";
 
 export class CpuPool {
   private readonly pool: Piscina;

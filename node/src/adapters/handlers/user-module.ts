@@ -15,7 +15,7 @@
  */
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import type { Handler, HandlerRegistry } from "../../app/worker/handler.js";
+import type { Handler, HandlerRegistry } from "../../ports/handler.js";
 import type { CpuPool } from "./cpu-pool.js";
 
 export async function registerUserModule(

@@ -1,8 +1,9 @@
 /** The API's routes as plain async functions of a request (no HTTP library here). */
-import type { Authenticator } from "../../app/authenticator.js";
-import type { IngestService } from "../../app/ingest.js";
-import type { TaskQueries } from "../../app/task-queries.js";
-import type { WorkflowService } from "../../app/workflows.js";
+
+import type { IngestService } from "../../app/ingest/ingest.js";
+import type { TaskQueries } from "../../app/ingest/task-queries.js";
+import type { Authenticator } from "../../app/shared/authenticator.js";
+import type { WorkflowService } from "../../app/workflows/workflows.js";
 import { ErrorCode, RateLimitedError } from "../../domain/errors.js";
 import { bodyAllowanceBytes, MAX_BATCH_TASKS } from "../../domain/submission.js";
 import type { Principal } from "../../domain/tenant.js";

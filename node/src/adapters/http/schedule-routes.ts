@@ -1,6 +1,7 @@
 /** The `/v1/schedules` routes (docs/api.md, "Schedules"). */
-import type { Authenticator } from "../../app/authenticator.js";
-import type { ScheduleService, ScheduleView } from "../../app/schedules.js";
+
+import type { ScheduleService, ScheduleView } from "../../app/schedules/schedules.js";
+import type { Authenticator } from "../../app/shared/authenticator.js";
 import type { Schedule } from "../../domain/schedule.js";
 import { bodyAllowanceBytes } from "../../domain/submission.js";
 import type { Principal } from "../../domain/tenant.js";

@@ -25,7 +25,7 @@
  * is restarted here, with a backoff, until stop().
  */
 import { type Consumer, type ConsumerRunConfig, Kafka, logLevel } from "kafkajs";
-import { withTimeout } from "../../app/with-timeout.js";
+import { withTimeout } from "../../app/shared/with-timeout.js";
 import { type TopicKind, topicName } from "../../domain/envelope.js";
 import { OffsetWatermarks } from "./offset-watermarks.js";
 

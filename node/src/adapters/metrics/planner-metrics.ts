@@ -1,6 +1,6 @@
 /** Prometheus metrics of the cron planner, registered beside the lease metrics. */
 import { Counter, type Registry } from "prom-client";
-import type { PlannerMetrics } from "../../app/planner.js";
+import type { PlannerMetrics } from "../../ports/planner-metrics.js";
 
 export class PromPlannerMetrics implements PlannerMetrics {
   private readonly occurrences: Counter;

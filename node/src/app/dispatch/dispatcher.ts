@@ -2,7 +2,7 @@
  * The dispatcher role: one ShardDispatcher per shard lease this process
  * holds, all on one Wasm wheel, started when the lease is acquired and
  * stopped when it is lost or released; and one claim round for all of them
- * (see shard-dispatcher.ts for the steps and app/leases.ts for the lease
+ * (see shard-dispatcher.ts for the steps and app/shared/leases.ts for the lease
  * protocol).
  *
  * Why one round for all shards, not one loop per shard: the claim is one
@@ -33,8 +33,8 @@ import type { DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
 import type { DispatchMetrics } from "../../ports/dispatch-metrics.js";
 import type { ArmResult, DispatchStore } from "../../ports/dispatch-store.js";
 import type { PreciseTimers } from "../../ports/precise-timers.js";
-import { Loop } from "../loop.js";
-import { withTimeout } from "../with-timeout.js";
+import { Loop } from "../shared/loop.js";
+import { withTimeout } from "../shared/with-timeout.js";
 import type { Outbox } from "./outbox.js";
 import { ShardDispatcher } from "./shard-dispatcher.js";
 

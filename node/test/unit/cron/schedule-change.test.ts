@@ -1,6 +1,6 @@
 /** What a PATCH does to a schedule's planning cursor, and which changes re-plan. */
 import { describe, expect, it } from "vitest";
-import { changeOf } from "../../../src/app/schedules.js";
+import { changeOf } from "../../../src/app/schedules/schedules.js";
 import { type Schedule, validateSchedulePatch } from "../../../src/domain/schedule.js";
 
 const MIN = 60_000;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type LeaseListener, LeaseManager } from "../../../src/app/leases.js";
+import { type LeaseListener, LeaseManager } from "../../../src/app/shared/leases.js";
 import { noDispatchMetrics } from "../../../src/ports/dispatch-metrics.js";
 import { FakeClock } from "../../support/fake-clock.js";
 import { MemoryLeaseStore } from "./memory-lease-store.js";

@@ -1,6 +1,6 @@
 /** The reconciler's steps are independent: Redis away must not stop the Postgres-only repairs. */
 import { describe, expect, it } from "vitest";
-import { Reconciler } from "../../../src/app/reconciler.js";
+import { Reconciler } from "../../../src/app/dispatch/reconciler.js";
 import type { DispatchHotTier } from "../../../src/ports/dispatch-hot-tier.js";
 import { noDispatchMetrics } from "../../../src/ports/dispatch-metrics.js";
 import type { DispatchStore } from "../../../src/ports/dispatch-store.js";

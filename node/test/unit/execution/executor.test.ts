@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { Executor } from "../../../src/app/worker/executor.js";
-import { HandlerRegistry } from "../../../src/app/worker/handler.js";
-import { QueueLimiter } from "../../../src/app/worker/limiter.js";
+import { Executor } from "../../../src/app/execution/executor.js";
+import { HandlerMap } from "../../../src/app/execution/handler-registry.js";
+import { QueueLimiter } from "../../../src/app/execution/limiter.js";
 import { ChronofenceError, ErrorCode, STATEMENT_TIMEOUT } from "../../../src/domain/errors.js";
 import { PermanentError } from "../../../src/domain/execution-error.js";
 import type { InboundEnvelope } from "../../../src/domain/inbound-envelope.js";
@@ -103,7 +103,7 @@ const envelope = (type: string, payload: unknown = null): InboundEnvelope => ({
 });
 
 let store: ScriptedStore;
-let handlers: HandlerRegistry;
+let handlers: HandlerMap;
 let stale: StaleAt[];
 let added: DueEntry[];
 let executor: Executor;
@@ -111,7 +111,7 @@ let executor: Executor;
 beforeEach(() => {
   vi.useFakeTimers();
   store = new ScriptedStore();
-  handlers = new HandlerRegistry();
+  handlers = new HandlerMap();
   stale = [];
   added = [];
   executor = new Executor(

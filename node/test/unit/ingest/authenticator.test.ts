@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Authenticator } from "../../../src/app/authenticator.js";
+import { Authenticator } from "../../../src/app/shared/authenticator.js";
 import type { Principal } from "../../../src/domain/tenant.js";
 import { DEFAULT_TENANT_LIMITS } from "../../../src/domain/tenant.js";
 import type { TenantDirectory } from "../../../src/ports/tenant-directory.js";

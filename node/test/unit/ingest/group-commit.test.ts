@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GroupCommitter } from "../../../src/app/group-commit.js";
+import { GroupCommitter } from "../../../src/app/ingest/group-commit.js";
 import { ChronofenceError, ErrorCode } from "../../../src/domain/errors.js";
 import type { InsertOutcome, InsertRequest, TaskStore } from "../../../src/ports/task-store.js";
 import { FakeClock } from "../../support/fake-clock.js";

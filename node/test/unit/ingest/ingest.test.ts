@@ -1,8 +1,8 @@
 /** The ingest use case with a fake clock and the in-memory store: no Postgres, no sleeps. */
 import { describe, expect, it } from "vitest";
-import { GroupCommitter } from "../../../src/app/group-commit.js";
-import { afterCommit, IngestService } from "../../../src/app/ingest.js";
-import { RateLimiter } from "../../../src/app/rate-limiter.js";
+import { GroupCommitter } from "../../../src/app/ingest/group-commit.js";
+import { afterCommit, IngestService } from "../../../src/app/ingest/ingest.js";
+import { RateLimiter } from "../../../src/app/shared/rate-limiter.js";
 import { ErrorCode } from "../../../src/domain/errors.js";
 import { DEFAULT_TENANT_LIMITS, type Principal } from "../../../src/domain/tenant.js";
 import type { DueEntry, HotTier } from "../../../src/ports/hot-tier.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseListQuery } from "../../../src/app/task-queries.js";
+import { parseListQuery } from "../../../src/app/ingest/task-queries.js";
 import type { ChronofenceError } from "../../../src/domain/errors.js";
 
 const codeOf = (query: Parameters<typeof parseListQuery>[0]) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RateLimiter } from "../../../src/app/rate-limiter.js";
+import { RateLimiter } from "../../../src/app/shared/rate-limiter.js";
 import { RateLimitedError } from "../../../src/domain/errors.js";
 import { DEFAULT_TENANT_LIMITS } from "../../../src/domain/tenant.js";
 import { FakeClock } from "../../support/fake-clock.js";

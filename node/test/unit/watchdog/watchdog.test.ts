@@ -4,7 +4,7 @@
  * canaries; it is pending until the worker role is merged).
  */
 import { beforeEach, describe, expect, it } from "vitest";
-import { CANARY_ALERT, Watchdog } from "../../../src/app/watchdog.js";
+import { CANARY_ALERT, Watchdog } from "../../../src/app/watchdog/watchdog.js";
 import type { TaskStatus } from "../../../src/domain/task.js";
 import type {
   Alert,

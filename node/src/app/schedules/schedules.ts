@@ -4,24 +4,24 @@
  * Changing when or what a schedule runs cancels its occurrences not yet
  * started and lets the planner plan them again from the new definition.
  */
-import { CronSchedule } from "../domain/cron.js";
-import { ChronofenceError, ErrorCode } from "../domain/errors.js";
+import { CronSchedule } from "../../domain/cron.js";
+import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
 import {
   REPLAN_FIELDS,
   type Schedule,
   type SchedulePatch,
   validateScheduleCreate,
   validateSchedulePatch,
-} from "../domain/schedule.js";
-import type { Principal } from "../domain/tenant.js";
-import type { CancelNotifier } from "../ports/cancel-notifier.js";
-import type { Clock } from "../ports/clock.js";
+} from "../../domain/schedule.js";
+import type { Principal } from "../../domain/tenant.js";
+import type { CancelNotifier } from "../../ports/cancel-notifier.js";
+import type { Clock } from "../../ports/clock.js";
 import type {
   Actor,
   OccurrenceRecord,
   ScheduleChange,
   ScheduleStore,
-} from "../ports/schedule-store.js";
+} from "../../ports/schedule-store.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const DEFAULT_HISTORY = 20;

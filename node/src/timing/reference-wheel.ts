@@ -1,5 +1,5 @@
-import type { TimerWheel } from "../ports/timer-wheel.js";
 import { dueTick, nowTick } from "./ticks.js";
+import type { TimerWheel } from "./timer-wheel.js";
 
 interface ReferenceTimer {
   dueTick: number;

@@ -1,8 +1,8 @@
-import { handleIndex, TimingWheel } from "../adapters/wasm/wasm-wheel.js";
-import { dueTick } from "../wheel/ticks.js";
 import { mainThreadDriver } from "./main-thread-driver.js";
+import { dueTick } from "./ticks.js";
 import { Timer, type TimerOwner } from "./timer.js";
 import { preciseNowMs, type WakeDriver, type WakeDriverFactory } from "./wake-driver.js";
+import { handleIndex, TimingWheel } from "./wasm-wheel.js";
 
 /**
  * In-process timers on the Wasm wheel, for latency-sensitive callers.

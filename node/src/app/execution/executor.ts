@@ -38,9 +38,9 @@ import type {
   FailOutcome,
   StartedExecution,
 } from "../../ports/execution-store.js";
+import type { HandlerRegistry } from "../../ports/handler.js";
 import type { DueEntry } from "../../ports/hot-tier.js";
 import type { WorkerMetrics } from "../../ports/worker-metrics.js";
-import type { HandlerRegistry } from "./handler.js";
 
 export interface ExecutorDeps {
   store: ExecutionStore;

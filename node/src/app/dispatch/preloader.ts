@@ -8,10 +8,10 @@
  * shards are those owned when the sweep starts; adding to a shard lost
  * meanwhile is as harmless as the API's own adds to any shard.
  */
-import type { Clock } from "../ports/clock.js";
-import type { DispatchHotTier } from "../ports/dispatch-hot-tier.js";
-import type { DispatchMetrics } from "../ports/dispatch-metrics.js";
-import type { DispatchStore } from "../ports/dispatch-store.js";
+import type { Clock } from "../../ports/clock.js";
+import type { DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
+import type { DispatchMetrics } from "../../ports/dispatch-metrics.js";
+import type { DispatchStore } from "../../ports/dispatch-store.js";
 import { sweepScheduled } from "./scheduled-sweep.js";
 
 export interface PreloaderOptions {

@@ -11,9 +11,9 @@
  * A request's promise settles only after its group's commit has returned:
  * resolved means durable.
  */
-import { ChronofenceError, ErrorCode, isChronofenceError } from "../domain/errors.js";
-import type { Clock } from "../ports/clock.js";
-import type { InsertOutcome, InsertRequest, TaskStore } from "../ports/task-store.js";
+import { ChronofenceError, ErrorCode, isChronofenceError } from "../../domain/errors.js";
+import type { Clock } from "../../ports/clock.js";
+import type { InsertOutcome, InsertRequest, TaskStore } from "../../ports/task-store.js";
 
 export interface GroupCommitOptions {
   maxBatchRows: number;

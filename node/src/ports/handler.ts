@@ -25,22 +25,10 @@ export interface HandlerContext {
 
 export type Handler = (payload: unknown, ctx: HandlerContext) => Promise<unknown>;
 
-/** Handlers by task type. */
-export class HandlerRegistry {
-  private readonly handlers = new Map<string, Handler>();
-
-  register(type: string, handler: Handler): this {
-    if (this.handlers.has(type))
-      throw new Error(`a handler for ${JSON.stringify(type)} is already registered`);
-    this.handlers.set(type, handler);
-    return this;
-  }
-
-  get(type: string): Handler | undefined {
-    return this.handlers.get(type);
-  }
-
-  types(): string[] {
-    return [...this.handlers.keys()].sort();
-  }
+/** Handlers by task type: what handler modules register into, what the executor looks up. */
+export interface HandlerRegistry {
+  /** Throws if `type` already has a handler. */
+  register(type: string, handler: Handler): this;
+  get(type: string): Handler | undefined;
+  types(): string[];
 }

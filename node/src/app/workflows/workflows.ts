@@ -4,13 +4,13 @@
  * tenant. Releasing children is not here: it happens inside the transaction
  * that finishes a parent (adapters/pg/workflow-release.ts).
  */
-import { ChronofenceError, ErrorCode } from "../domain/errors.js";
-import type { Principal } from "../domain/tenant.js";
-import { validateWorkflow, type WorkflowDraft } from "../domain/workflow.js";
-import type { Clock } from "../ports/clock.js";
-import type { HotTier } from "../ports/hot-tier.js";
-import type { WorkflowStore, WorkflowView } from "../ports/workflow-store.js";
-import type { RateLimiter } from "./rate-limiter.js";
+import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
+import type { Principal } from "../../domain/tenant.js";
+import { validateWorkflow, type WorkflowDraft } from "../../domain/workflow.js";
+import type { Clock } from "../../ports/clock.js";
+import type { HotTier } from "../../ports/hot-tier.js";
+import type { WorkflowStore, WorkflowView } from "../../ports/workflow-store.js";
+import type { RateLimiter } from "../shared/rate-limiter.js";
 
 export interface WorkflowOptions {
   horizonMs: number;

@@ -1,10 +1,10 @@
 /** Reading and cancelling tasks, always within the caller's tenant. */
-import { ChronofenceError, ErrorCode } from "../domain/errors.js";
-import { TASK_TYPE_PATTERN } from "../domain/submission.js";
-import { TASK_STATUSES, type Task, type TaskStatus } from "../domain/task.js";
-import type { Principal } from "../domain/tenant.js";
-import type { Clock } from "../ports/clock.js";
-import type { TaskFilter, TaskStore } from "../ports/task-store.js";
+import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
+import { TASK_TYPE_PATTERN } from "../../domain/submission.js";
+import { TASK_STATUSES, type Task, type TaskStatus } from "../../domain/task.js";
+import type { Principal } from "../../domain/tenant.js";
+import type { Clock } from "../../ports/clock.js";
+import type { TaskFilter, TaskStore } from "../../ports/task-store.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const DEFAULT_PAGE_LIMIT = 100;

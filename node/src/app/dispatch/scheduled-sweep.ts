@@ -4,7 +4,7 @@
  * reconciler's sweeps). Each shard keeps its own keyset cursor and leaves the
  * sweep once a page brings fewer than its limit.
  */
-import type { DispatchStore, ScheduledEntry, ShardCursor } from "../ports/dispatch-store.js";
+import type { DispatchStore, ScheduledEntry, ShardCursor } from "../../ports/dispatch-store.js";
 
 /** Hands each page to `onPage` (which returns what it counted); returns the sum. */
 export async function sweepScheduled(

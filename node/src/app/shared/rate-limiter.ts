@@ -1,7 +1,7 @@
-import { ChronofenceError, ErrorCode, RateLimitedError } from "../domain/errors.js";
-import type { TenantLimits } from "../domain/tenant.js";
-import { TokenBucket } from "../domain/token-bucket.js";
-import type { Clock } from "../ports/clock.js";
+import { ChronofenceError, ErrorCode, RateLimitedError } from "../../domain/errors.js";
+import type { TenantLimits } from "../../domain/tenant.js";
+import { TokenBucket } from "../../domain/token-bucket.js";
+import type { Clock } from "../../ports/clock.js";
 
 /**
  * One token bucket per tenant, in this process's memory: no round trip per

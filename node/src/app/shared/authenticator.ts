@@ -4,10 +4,10 @@
  * the cache: a revoked key keeps working for up to `cacheTtlMs`.
  */
 import { createHash } from "node:crypto";
-import { ChronofenceError, ErrorCode } from "../domain/errors.js";
-import type { Principal } from "../domain/tenant.js";
-import type { Clock } from "../ports/clock.js";
-import type { TenantDirectory } from "../ports/tenant-directory.js";
+import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
+import type { Principal } from "../../domain/tenant.js";
+import type { Clock } from "../../ports/clock.js";
+import type { TenantDirectory } from "../../ports/tenant-directory.js";
 
 export interface AuthenticatorOptions {
   cacheTtlMs: number;

@@ -4,20 +4,20 @@
  * Nothing is written for a request that fails validation or the rate limit.
  */
 import { createHash } from "node:crypto";
-import { ChronofenceError, ErrorCode } from "../domain/errors.js";
+import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
 import {
   type ValidatedSubmission,
   validateBatchEnvelope,
   validateSubmission,
-} from "../domain/submission.js";
-import { type Task, taskOfDraft } from "../domain/task.js";
-import type { Principal } from "../domain/tenant.js";
-import type { Clock } from "../ports/clock.js";
-import type { DueEntry, HotTier } from "../ports/hot-tier.js";
-import type { IngestMetrics } from "../ports/ingest-metrics.js";
-import type { InsertOutcome, InsertRequest, TaskStore } from "../ports/task-store.js";
+} from "../../domain/submission.js";
+import { type Task, taskOfDraft } from "../../domain/task.js";
+import type { Principal } from "../../domain/tenant.js";
+import type { Clock } from "../../ports/clock.js";
+import type { DueEntry, HotTier } from "../../ports/hot-tier.js";
+import type { IngestMetrics } from "../../ports/ingest-metrics.js";
+import type { InsertOutcome, InsertRequest, TaskStore } from "../../ports/task-store.js";
+import type { RateLimiter } from "../shared/rate-limiter.js";
 import type { CommittedGroup, GroupCommitter } from "./group-commit.js";
-import type { RateLimiter } from "./rate-limiter.js";
 
 export interface IngestOptions {
   horizonMs: number;

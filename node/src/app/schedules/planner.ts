@@ -13,18 +13,19 @@
  * planner from writing; task ids are fresh per pass, which is harmless
  * because a losing pass inserts nothing.
  */
-import { CronSchedule } from "../domain/cron.js";
-import { type PlanOptions, planSchedule } from "../domain/schedule-plan.js";
-import type { Clock } from "../ports/clock.js";
-import type { DueEntry, HotTier } from "../ports/hot-tier.js";
+import { CronSchedule } from "../../domain/cron.js";
+import { type PlanOptions, planSchedule } from "../../domain/schedule-plan.js";
+import type { Clock } from "../../ports/clock.js";
+import type { DueEntry, HotTier } from "../../ports/hot-tier.js";
 import {
   type CursorRow,
   type DueSchedule,
   type OccurrenceRow,
   type PlanStore,
   StalePlanLeaseError,
-} from "../ports/plan-store.js";
-import type { LeaseManager } from "./leases.js";
+} from "../../ports/plan-store.js";
+import type { PlannerMetrics } from "../../ports/planner-metrics.js";
+import type { LeaseManager } from "../shared/leases.js";
 
 export const PLAN_FAMILY = "plan";
 const MAX_CACHED_CRONS = 10_000;
@@ -35,13 +36,6 @@ export interface PlannerOptions extends PlanOptions {
   batchSize: number;
   /** Created tasks due within this go to the hot tier at once (as at ingest). */
   hotWindowMs: number;
-}
-
-export interface PlannerMetrics {
-  planned(outcome: string, count: number): void;
-  misfired(policy: string): void;
-  released(count: number): void;
-  staleLease(): void;
 }
 
 export interface PlannerLeases {

@@ -1,5 +1,5 @@
-import type { TimerWheel } from "../ports/timer-wheel.js";
-import { dueTick, nowTick } from "./ticks.js";
+import { dueTick, nowTick } from "../node/src/timing/ticks.js";
+import type { TimerWheel } from "../node/src/timing/timer-wheel.js";
 
 /**
  * The same hierarchical wheel as wheel/assembly/index.ts (read its header),

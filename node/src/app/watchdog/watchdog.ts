@@ -5,11 +5,11 @@
  * evaluates every schedule's dead man's switch, and tells the alert sink
  * about alerts that start or stop (domain/watchdog.ts decides which).
  */
-import { CronSchedule } from "../domain/cron.js";
-import { CanaryMonitor, deadMansSwitch } from "../domain/watchdog.js";
-import type { Clock } from "../ports/clock.js";
-import type { Alert, AlertSink, WatchdogApi } from "../ports/watchdog.js";
-import { MAX_HISTORY } from "./schedules.js";
+import { CronSchedule } from "../../domain/cron.js";
+import { CanaryMonitor, deadMansSwitch } from "../../domain/watchdog.js";
+import type { Clock } from "../../ports/clock.js";
+import type { Alert, AlertSink, WatchdogApi } from "../../ports/watchdog.js";
+import { MAX_HISTORY } from "../schedules/schedules.js";
 
 export interface WatchdogOptions {
   canaryType: string;

@@ -19,12 +19,12 @@
  * With workers running, step 2 is also what recovers an envelope a worker
  * never started (lost with a consumer's uncommitted batch, or refused).
  */
-import { HOT_SHARD_COUNT } from "../domain/shard.js";
-import type { Clock } from "../ports/clock.js";
-import type { DispatchHotTier } from "../ports/dispatch-hot-tier.js";
-import type { DispatchMetrics } from "../ports/dispatch-metrics.js";
-import type { DispatchStore } from "../ports/dispatch-store.js";
-import type { ExecutionStore } from "../ports/execution-store.js";
+import { HOT_SHARD_COUNT } from "../../domain/shard.js";
+import type { Clock } from "../../ports/clock.js";
+import type { DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
+import type { DispatchMetrics } from "../../ports/dispatch-metrics.js";
+import type { DispatchStore } from "../../ports/dispatch-store.js";
+import type { ExecutionStore } from "../../ports/execution-store.js";
 import { sweepScheduled } from "./scheduled-sweep.js";
 
 export interface ReconcilerOptions {

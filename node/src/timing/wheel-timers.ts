@@ -1,10 +1,10 @@
-import type { Clock } from "../../ports/clock.js";
-import type { PreciseTimers } from "../../ports/precise-timers.js";
-import { Timers } from "../../timers/timers.js";
-import { workerThreadDriver } from "../../timers/worker-thread-driver.js";
+import type { Clock } from "../ports/clock.js";
+import type { PreciseTimers } from "../ports/precise-timers.js";
+import { Timers } from "./timers.js";
+import { workerThreadDriver } from "./worker-thread-driver.js";
 
 /**
- * PreciseTimers on a Wasm timing wheel of its own (node/src/timers): a
+ * PreciseTimers on a Wasm timing wheel of its own (node/src/timing): a
  * sleeper thread wakes the event loop at each due instant, with a one-tick
  * lookahead for sub-millisecond precision. Wall-clock instants are converted
  * with the injected clock.

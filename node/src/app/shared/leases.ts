@@ -35,11 +35,11 @@
  * publishes nothing for shard 3; any arm A sends carries epoch 7 and changes
  * 0 rows; A's next heartbeat finds its renewal refused and lets the shard go.
  */
-import { LEADER_LEASE, planShards, type ShardView } from "../domain/fair-share.js";
-import { HOT_SHARD_COUNT } from "../domain/shard.js";
-import type { Clock } from "../ports/clock.js";
-import type { DispatchMetrics } from "../ports/dispatch-metrics.js";
-import type { LeaseStore } from "../ports/lease-store.js";
+import { LEADER_LEASE, planShards, type ShardView } from "../../domain/fair-share.js";
+import { HOT_SHARD_COUNT } from "../../domain/shard.js";
+import type { Clock } from "../../ports/clock.js";
+import type { DispatchMetrics } from "../../ports/dispatch-metrics.js";
+import type { LeaseStore } from "../../ports/lease-store.js";
 
 export interface LeaseManagerOptions {
   nodeId: string;

@@ -1,5 +1,5 @@
-import type { TimerWheel } from "../../ports/timer-wheel.js";
-import { dueTick, nowTick } from "../../wheel/ticks.js";
+import { dueTick, nowTick } from "./ticks.js";
+import type { TimerWheel } from "./timer-wheel.js";
 import { instantiateWheel, type WheelExports } from "./wheel-module.js";
 
 /** Handles are generation * 2^28 + index (INDEX_BITS in wheel/assembly/index.ts). */
