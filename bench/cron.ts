@@ -113,13 +113,13 @@ async function plan(): Promise<{ planMs: number; tasks: number }> {
   });
   const redis = new Redis(REDIS_URL);
   const nodeId = `bench-planner-${process.pid}`;
-  const leases = new LeaseManager(
-    new PgLeaseStore(pool),
-    systemClock,
-    { acquired: () => undefined, lost: () => undefined, releasing: async () => undefined },
-    noDispatchMetrics,
-    { nodeId, ttlMs: 60_000, safetyMarginMs: 2000, families: [PLAN_FAMILY], wantLeader: false },
-  );
+  const leases = new LeaseManager(new PgLeaseStore(pool), systemClock, noDispatchMetrics, {
+    nodeId,
+    ttlMs: 60_000,
+    safetyMarginMs: 2000,
+    families: [PLAN_FAMILY],
+    wantLeader: false,
+  });
   const planner = new Planner(
     new PgPlanStore(pool),
     new RedisHotTier(redis, REDIS_PREFIX),

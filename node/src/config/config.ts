@@ -37,6 +37,10 @@ const schema = z.object({
   retentionDays: intFromEnv(1, 3650).default(30),
   /** CF_MAINTENANCE_INTERVAL_MS: how often the API role re-runs partition maintenance. */
   maintenanceIntervalMs: intFromEnv(1000, 7 * DAY_MS).default(3_600_000),
+  /** CF_MAINTENANCE_RETRY_MS: a failed partition maintenance is retried after this (inserts need partitions ahead). */
+  maintenanceRetryMs: intFromEnv(100, DAY_MS).default(10_000),
+  /** CF_MAINTENANCE_STATEMENT_TIMEOUT_MS: statement_timeout of migrations and partition DDL. */
+  maintenanceStatementTimeoutMs: intFromEnv(1000, 3_600_000).default(120_000),
   /** CF_PG_POOL_SIZE: connections of the API's Postgres pool. */
   pgPoolSize: intFromEnv(1, 200).default(8),
   /** CF_PG_STATEMENT_TIMEOUT_MS: server-side statement_timeout (client gives up 1 s later). */
@@ -57,6 +61,10 @@ const schema = z.object({
   drainTimeoutMs: intFromEnv(0, 600_000).default(10_000),
   /** CF_AUTH_CACHE_TTL_MS: how long a verified API key is trusted without asking Postgres. */
   authCacheTtlMs: intFromEnv(0, 3_600_000).default(5000),
+  /** CF_AUTH_NEGATIVE_CACHE_TTL_MS: how long an unknown key is refused without asking Postgres (capped at CF_AUTH_CACHE_TTL_MS). */
+  authNegativeCacheTtlMs: intFromEnv(0, 3_600_000).default(1000),
+  /** CF_AUTH_CACHE_MAX_KEYS: most keys the authentication cache holds (the oldest go first). */
+  authCacheMaxKeys: intFromEnv(1, 10_000_000).default(100_000),
   /** CF_MAX_BODY_BYTES: body limit of POST /v1/tasks (the tenant's payload limit applies too). */
   maxSingleBodyBytes: intFromEnv(1024, 64 * MiB).default(1 * MiB),
   /** CF_MAX_BATCH_BODY_BYTES: body limit of POST /v1/tasks/batch. */
@@ -97,10 +105,22 @@ const schema = z.object({
   dispatchTimeoutMs: intFromEnv(1000, 7 * DAY_MS).default(300_000),
   /** CF_PRELOAD_INTERVAL_MS: how often the pre-loader sweeps the hot window. */
   preloadIntervalMs: intFromEnv(100, 3_600_000).default(10_000),
+  /** CF_PRELOAD_PAGE: tasks per pre-loader query (keyset pages). */
+  preloadPageSize: intFromEnv(1, 100_000).default(5000),
+  /** CF_OUTBOX_MAX_IN_FLIGHT: produce requests in flight at once per dispatcher process. */
+  outboxMaxInFlight: intFromEnv(1, 256).default(8),
+  /** CF_OUTBOX_MAX_BATCH: most envelopes per produce request. */
+  outboxMaxBatchTasks: intFromEnv(1, 100_000).default(500),
+  /** CF_OUTBOX_MAX_BATCH_BYTES: most envelope bytes per produce request. */
+  outboxMaxBatchBytes: intFromEnv(1024, 64 * MiB).default(512 * 1024),
+  /** CF_OUTBOX_RETRY_MS: a failed produce is retried after this. */
+  outboxRetryMs: intFromEnv(1, 60_000).default(200),
   /** CF_RECONCILE_INTERVAL_MS: how often the leader reconciles. */
   reconcileIntervalMs: intFromEnv(100, 3_600_000).default(5000),
   /** CF_RECONCILE_AHEAD_MS: the reconciler re-hydrates SCHEDULED tasks due within this. */
   reconcileAheadMs: intFromEnv(0, 7 * DAY_MS).default(30_000),
+  /** CF_RECONCILE_BATCH: most tasks each reconciler step changes per run. */
+  reconcileBatchSize: intFromEnv(1, 100_000).default(2000),
   /** CF_DISPATCH_PG_POOL_SIZE: Postgres connections of the dispatcher roles. */
   dispatchPgPoolSize: intFromEnv(1, 200).default(4),
   /** CF_METRICS_PORT: /metrics of the roles other than the API (0: any free port). */
@@ -141,6 +161,14 @@ const schema = z.object({
   workerMaxResultBytes: intFromEnv(2, 64 * MiB).default(1 * MiB),
   /** CF_WORKER_METRICS_PORT: /metrics of the worker role (0: any free port). */
   workerMetricsPort: intFromEnv(0, 65535).default(9465),
+  /** CF_WORKER_COALESCE_MAX: most starts (or completions) of one event-loop turn sent as one statement. */
+  workerCoalesceMax: intFromEnv(1, 10_000).default(256),
+  /** CF_WORKER_RETRY_BASE_MS: first wait before a worker asks an unavailable Postgres again (doubles up to 2 s). */
+  workerRetryBaseMs: intFromEnv(1, 60_000).default(100),
+  /** CF_WORKER_MAX_RETAINED: most messages a queue holds behind an unfinished one before its fetch pauses. */
+  workerMaxRetained: intFromEnv(1, 10_000_000).default(100_000),
+  /** CF_WORKER_COMMIT_INTERVAL_MS: how often a queue commits the offsets of durable outcomes. */
+  workerCommitIntervalMs: intFromEnv(10, 60_000).default(200),
   /** CF_CRON_PLAN_AHEAD_MS: the planner materialises occurrences due within this. */
   cronPlanAheadMs: intFromEnv(1000, DAY_MS).default(600_000),
   /** CF_CRON_OVERLAP_LEAD_MS: how long before an occurrence an overlap policy (skip, buffer_one) decides. */
@@ -153,6 +181,10 @@ const schema = z.object({
   planIntervalMs: intFromEnv(50, 600_000).default(1000),
   /** CF_PLAN_BATCH: schedules per shard per planner transaction. */
   planBatchSize: intFromEnv(1, 100_000).default(1000),
+  /** CF_PLAN_MAX_PER_PASS: most occurrences one schedule gets per planner pass. */
+  planMaxPerPass: intFromEnv(1, 100_000).default(1000),
+  /** CF_PLANNER_PG_POOL_SIZE: Postgres connections of the planner role. */
+  plannerPgPoolSize: intFromEnv(1, 200).default(2),
   /** CF_API_URL: where the API is, for the processes that talk to it over HTTP (CLI schedules, watchdog). */
   apiUrl: z.url().default("http://127.0.0.1:8080"),
   /** CF_API_KEY: the API key those processes present. */
@@ -184,6 +216,8 @@ const ENV_NAMES: Record<keyof Config, string> = {
   hotWindowMs: "CF_HOT_WINDOW_MS",
   retentionDays: "CF_RETENTION_DAYS",
   maintenanceIntervalMs: "CF_MAINTENANCE_INTERVAL_MS",
+  maintenanceRetryMs: "CF_MAINTENANCE_RETRY_MS",
+  maintenanceStatementTimeoutMs: "CF_MAINTENANCE_STATEMENT_TIMEOUT_MS",
   pgPoolSize: "CF_PG_POOL_SIZE",
   pgStatementTimeoutMs: "CF_PG_STATEMENT_TIMEOUT_MS",
   pgConnectTimeoutMs: "CF_PG_CONNECT_TIMEOUT_MS",
@@ -194,6 +228,8 @@ const ENV_NAMES: Record<keyof Config, string> = {
   requestTimeoutMs: "CF_REQUEST_TIMEOUT_MS",
   drainTimeoutMs: "CF_DRAIN_TIMEOUT_MS",
   authCacheTtlMs: "CF_AUTH_CACHE_TTL_MS",
+  authNegativeCacheTtlMs: "CF_AUTH_NEGATIVE_CACHE_TTL_MS",
+  authCacheMaxKeys: "CF_AUTH_CACHE_MAX_KEYS",
   maxSingleBodyBytes: "CF_MAX_BODY_BYTES",
   maxBatchBodyBytes: "CF_MAX_BATCH_BODY_BYTES",
   kafkaBrokers: "KAFKA_BROKERS",
@@ -211,8 +247,14 @@ const ENV_NAMES: Record<keyof Config, string> = {
   dispatchDrainMs: "CF_DISPATCH_DRAIN_MS",
   dispatchTimeoutMs: "CF_DISPATCH_TIMEOUT_MS",
   preloadIntervalMs: "CF_PRELOAD_INTERVAL_MS",
+  preloadPageSize: "CF_PRELOAD_PAGE",
+  outboxMaxInFlight: "CF_OUTBOX_MAX_IN_FLIGHT",
+  outboxMaxBatchTasks: "CF_OUTBOX_MAX_BATCH",
+  outboxMaxBatchBytes: "CF_OUTBOX_MAX_BATCH_BYTES",
+  outboxRetryMs: "CF_OUTBOX_RETRY_MS",
   reconcileIntervalMs: "CF_RECONCILE_INTERVAL_MS",
   reconcileAheadMs: "CF_RECONCILE_AHEAD_MS",
+  reconcileBatchSize: "CF_RECONCILE_BATCH",
   dispatchPgPoolSize: "CF_DISPATCH_PG_POOL_SIZE",
   metricsPort: "CF_METRICS_PORT",
   workerQueues: "CF_WORKER_QUEUES",
@@ -229,12 +271,18 @@ const ENV_NAMES: Record<keyof Config, string> = {
   workerSessionTimeoutMs: "CF_WORKER_SESSION_TIMEOUT_MS",
   workerMaxResultBytes: "CF_WORKER_MAX_RESULT_BYTES",
   workerMetricsPort: "CF_WORKER_METRICS_PORT",
+  workerCoalesceMax: "CF_WORKER_COALESCE_MAX",
+  workerRetryBaseMs: "CF_WORKER_RETRY_BASE_MS",
+  workerMaxRetained: "CF_WORKER_MAX_RETAINED",
+  workerCommitIntervalMs: "CF_WORKER_COMMIT_INTERVAL_MS",
   cronPlanAheadMs: "CF_CRON_PLAN_AHEAD_MS",
   cronOverlapLeadMs: "CF_CRON_OVERLAP_LEAD_MS",
   cronMisfireGraceMs: "CF_CRON_MISFIRE_GRACE_MS",
   cronFireAllCap: "CF_CRON_FIRE_ALL_CAP",
   planIntervalMs: "CF_PLAN_INTERVAL_MS",
   planBatchSize: "CF_PLAN_BATCH",
+  planMaxPerPass: "CF_PLAN_MAX_PER_PASS",
+  plannerPgPoolSize: "CF_PLANNER_PG_POOL_SIZE",
   apiUrl: "CF_API_URL",
   apiKey: "CF_API_KEY",
   watchdogCanaryIntervalMs: "CF_WATCHDOG_CANARY_INTERVAL_MS",

@@ -20,7 +20,7 @@ async function withAdminPool<T>(config: Config, fn: (pool: pg.Pool) => Promise<T
   const pool = createPgPool({
     connectionString: config.databaseUrl,
     maxConnections: 2,
-    statementTimeoutMs: 120_000,
+    statementTimeoutMs: config.maintenanceStatementTimeoutMs,
     connectTimeoutMs: config.pgConnectTimeoutMs,
     role: null,
     applicationName: "chronofence-admin",

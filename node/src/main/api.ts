@@ -10,22 +10,23 @@ import type { Logger } from "../adapters/logging/logger.js";
 import { ApiMetrics } from "../adapters/metrics/metrics.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import { maintainTaskPartitions } from "../adapters/pg/partitions.js";
-import { createPgPool, type PgPool } from "../adapters/pg/pool.js";
+import { createPgPool } from "../adapters/pg/pool.js";
 import { PgScheduleStore } from "../adapters/pg/schedule-store.js";
 import { PgTaskStore } from "../adapters/pg/task-store.js";
 import { PgTenantDirectory } from "../adapters/pg/tenant-directory.js";
 import { PgWorkflowStore } from "../adapters/pg/workflow-store.js";
 import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
 import { createRedis, RedisHotTier } from "../adapters/redis/hot-tier.js";
+import { ExecutionService } from "../app/execution/execution-service.js";
 import { GroupCommitter } from "../app/ingest/group-commit.js";
 import { afterCommit, IngestService } from "../app/ingest/ingest.js";
 import { TaskQueries } from "../app/ingest/task-queries.js";
 import { ScheduleService } from "../app/schedules/schedules.js";
 import { Authenticator } from "../app/shared/authenticator.js";
+import { Loop } from "../app/shared/loop.js";
 import { RateLimiter } from "../app/shared/rate-limiter.js";
 import { WorkflowService } from "../app/workflows/workflows.js";
 import { type Config, horizonMsOf } from "../config/config.js";
-import type { CancelNotifier } from "../ports/cancel-notifier.js";
 import type { Clock } from "../ports/clock.js";
 import type { TaskStore } from "../ports/task-store.js";
 import { uuidv7From } from "./ids.js";
@@ -61,7 +62,7 @@ export async function startApi(
   const adminPool = createPgPool({
     connectionString: config.databaseUrl,
     maxConnections: 1,
-    statementTimeoutMs: 120_000,
+    statementTimeoutMs: config.maintenanceStatementTimeoutMs,
     connectTimeoutMs: config.pgConnectTimeoutMs,
     role: null,
     applicationName: "chronofence-maintenance",
@@ -83,7 +84,8 @@ export async function startApi(
   const metrics = new ApiMetrics({ defaultMetrics: true });
   const pgStore = new PgTaskStore(pool);
   const store = seams.wrapTaskStore ? seams.wrapTaskStore(pgStore) : pgStore;
-  let ingest: IngestService | undefined;
+  const onHotTierError = (error: unknown) =>
+    logger.warn({ err: error }, "hot tier add failed; the pre-loader will repair it");
   const committer = new GroupCommitter(
     store,
     clock,
@@ -92,16 +94,11 @@ export async function startApi(
       maxInFlight: config.groupCommitMaxInFlight,
       maxQueuedRows: config.ingestMaxQueuedRows,
     },
-    afterCommit(
-      () => ingest!,
-      hotTier,
-      metrics,
-      (error) => logger.warn({ err: error }, "hot tier add failed; the pre-loader will repair it"),
-    ),
+    afterCommit(clock, config.hotWindowMs, hotTier, metrics, onHotTierError),
   );
   const limiter = new RateLimiter(clock);
   const timing = { horizonMs: horizonMsOf(config), hotWindowMs: config.hotWindowMs };
-  ingest = new IngestService(committer, store, hotTier, limiter, clock, newId, timing);
+  const ingest = new IngestService(committer, store, hotTier, limiter, clock, newId, timing);
   const workflows = new WorkflowService(
     new PgWorkflowStore(pool),
     hotTier,
@@ -109,12 +106,12 @@ export async function startApi(
     clock,
     newId,
     timing,
-    (error) => logger.warn({ err: error }, "hot tier add failed; the pre-loader will repair it"),
+    onHotTierError,
   );
   const authenticator = new Authenticator(new PgTenantDirectory(pool, newId), clock, {
     cacheTtlMs: config.authCacheTtlMs,
-    negativeCacheTtlMs: Math.min(config.authCacheTtlMs, 1000),
-    maxCachedKeys: 100_000,
+    negativeCacheTtlMs: Math.min(config.authCacheTtlMs, config.authNegativeCacheTtlMs),
+    maxCachedKeys: config.authCacheMaxKeys,
   });
 
   const bootId = newId().slice(-12);
@@ -124,17 +121,17 @@ export async function startApi(
   const routes = apiRoutes({
     authenticator,
     ingest,
-    queries: new TaskQueries(notifyingCancels(store, cancelNotifier), clock),
-    // The API's pool runs as chronofence_api: row-level security scopes every execution call.
-    executions: new PgExecutionStore(pool, {
-      rowLevelSecurity: true,
-      random: Math.random,
-      newId,
-    }),
-    hotTier,
+    queries: new TaskQueries(store, clock, cancelNotifier),
+    executions: new ExecutionService(
+      {
+        // The API's pool runs as chronofence_api: row-level security scopes every execution call.
+        store: new PgExecutionStore(pool, { rowLevelSecurity: true, random: Math.random, newId }),
+        hotTier,
+        onError: onHotTierError,
+      },
+      { hotWindowMs: config.hotWindowMs },
+    ),
     nowMs: () => clock.nowMs(),
-    onHotTierError: (error) =>
-      logger.warn({ err: error }, "hot tier add failed; the pre-loader will repair it"),
     workflows,
     health: [
       { name: "postgres", check: () => pool.query("SELECT 1").then(() => undefined) },
@@ -163,8 +160,21 @@ export async function startApi(
     onError: (error, route) => logger.error({ err: error, route }, "request failed"),
   });
 
-  const maintenance = startMaintenance(adminPool, config, clock, logger);
-  await maintenance.first;
+  const plan = { horizonMs: horizonMsOf(config), retentionDays: config.retentionDays };
+  const maintenance = new Loop(
+    async () => {
+      logger.info(
+        await maintainTaskPartitions(adminPool, plan, clock.nowMs()),
+        "partition maintenance done",
+      );
+      return false;
+    },
+    config.maintenanceIntervalMs,
+    // Without partitions ahead, inserts fail: retried soon, not in an hour.
+    (error) => logger.error({ err: error }, "partition maintenance failed; retrying"),
+    { retryAfterErrorMs: config.maintenanceRetryMs },
+  );
+  await maintenance.startNow();
   const port = await server.listen();
   logger.info({ port }, "api listening");
 
@@ -173,56 +183,9 @@ export async function startApi(
     async stop() {
       await server.close();
       await committer.whenIdle();
-      maintenance.stop();
+      await maintenance.stop();
       await Promise.allSettled([pool.end(), adminPool.end(), hotTier.close()]);
       logger.info("api stopped");
-    },
-  };
-}
-
-/**
- * After a cancel commits, tells the shard's dispatcher (through Redis) to drop
- * the task from its wheel. Not awaited, and a failure is harmless: a
- * cancelled task can no longer be armed, and a worker's fenced start refuses
- * one already published.
- */
-function notifyingCancels(store: TaskStore, notifier: CancelNotifier): TaskStore {
-  return {
-    insertMany: (rows, nowMs) => store.insertMany(rows, nowMs),
-    get: (tenantId, taskId) => store.get(tenantId, taskId),
-    list: (tenantId, filter) => store.list(tenantId, filter),
-    async cancel(tenantId, taskId, apiKeyId, nowMs) {
-      const outcome = await store.cancel(tenantId, taskId, apiKeyId, nowMs);
-      if (outcome.kind === "cancelled") notifier.cancelled(tenantId, taskId).catch(() => undefined);
-      return outcome;
-    },
-  };
-}
-
-/** Runs partition maintenance now and then every interval; failures are logged and retried. */
-function startMaintenance(pool: PgPool, config: Config, clock: Clock, logger: Logger) {
-  const plan = { horizonMs: horizonMsOf(config), retentionDays: config.retentionDays };
-  let retry: NodeJS.Timeout | undefined;
-  let stopped = false;
-  const run = (): Promise<void> =>
-    maintainTaskPartitions(pool, plan, clock.nowMs()).then(
-      (report) => logger.info(report, "partition maintenance done"),
-      (error: unknown) => {
-        if (stopped) return;
-        // Without partitions ahead, inserts fail: retry soon, not in an hour.
-        logger.error({ err: error }, "partition maintenance failed; retrying in 10 s");
-        retry = setTimeout(run, 10_000);
-        retry.unref();
-      },
-    );
-  const timer = setInterval(run, config.maintenanceIntervalMs);
-  timer.unref();
-  return {
-    first: run(),
-    stop: () => {
-      stopped = true;
-      clearInterval(timer);
-      clearTimeout(retry);
     },
   };
 }

@@ -19,7 +19,7 @@ import { Dispatcher } from "../app/dispatch/dispatcher.js";
 import { Outbox } from "../app/dispatch/outbox.js";
 import { Preloader } from "../app/dispatch/preloader.js";
 import { Reconciler } from "../app/dispatch/reconciler.js";
-import { LeaseManager } from "../app/shared/leases.js";
+import { familyListener, LeaseManager, loggingLeaseListener } from "../app/shared/leases.js";
 import { Loop } from "../app/shared/loop.js";
 import type { Config } from "../config/config.js";
 import { DISPATCH_FAMILY, PRELOAD_FAMILY } from "../domain/fair-share.js";
@@ -87,10 +87,10 @@ export async function startDispatchRoles(
   if (roles.has("dispatcher")) await publisher.ensureTopics();
   const outbox = new Outbox(publisher, hotTier, clock, metrics, {
     nodeId,
-    maxInFlight: 8,
-    maxBatchTasks: 500,
-    maxBatchBytes: 512 * 1024,
-    retryDelayMs: 200,
+    maxInFlight: config.outboxMaxInFlight,
+    maxBatchTasks: config.outboxMaxBatchTasks,
+    maxBatchBytes: config.outboxMaxBatchBytes,
+    retryDelayMs: config.outboxRetryMs,
     onError,
   });
 
@@ -98,7 +98,14 @@ export async function startDispatchRoles(
     ...(roles.has("dispatcher") ? [DISPATCH_FAMILY] : []),
     ...(roles.has("preloader") ? [PRELOAD_FAMILY] : []),
   ];
-  let leases: LeaseManager | undefined;
+  const leases = new LeaseManager(new PgLeaseStore(pool), clock, metrics, {
+    nodeId,
+    ttlMs: config.leaseTtlMs,
+    safetyMarginMs: config.leaseSafetyMarginMs,
+    families,
+    wantLeader: roles.has("reconciler"),
+    onError,
+  }).subscribe(loggingLeaseListener(log));
   const timers = wheelTimers(clock);
   const dispatcher = new Dispatcher(
     {
@@ -108,8 +115,8 @@ export async function startDispatchRoles(
       clock,
       metrics,
       timers,
-      holdsShard: (shard) => leases!.holdsShard(DISPATCH_FAMILY, shard),
-      expireShard: (shard) => leases!.expire(DISPATCH_FAMILY, shard),
+      holdsShard: (shard) => leases.holdsShard(DISPATCH_FAMILY, shard),
+      expireShard: (shard) => leases.expire(DISPATCH_FAMILY, shard),
       onError,
     },
     {
@@ -123,35 +130,9 @@ export async function startDispatchRoles(
       drainTimeoutMs: config.dispatchDrainMs,
     },
   ).start();
-  leases = new LeaseManager(
-    new PgLeaseStore(pool),
-    clock,
-    {
-      acquired: (family, shard, epoch) => {
-        log.info({ family, shard, epoch }, "lease acquired");
-        if (family === DISPATCH_FAMILY) dispatcher.acquired(shard, epoch);
-      },
-      lost: (family, shard) => {
-        log.warn({ family, shard }, "lease lost");
-        if (family === DISPATCH_FAMILY) dispatcher.lost(shard);
-      },
-      releasing: async (family, shard) => {
-        log.info({ family, shard }, "releasing lease");
-        if (family === DISPATCH_FAMILY) await dispatcher.releasing(shard);
-      },
-    },
-    metrics,
-    {
-      nodeId,
-      ttlMs: config.leaseTtlMs,
-      safetyMarginMs: config.leaseSafetyMarginMs,
-      families,
-      wantLeader: roles.has("reconciler"),
-      onError,
-    },
-  );
+  leases.subscribe(familyListener(DISPATCH_FAMILY, dispatcher));
   const heartbeat = new Loop(
-    () => leases!.heartbeat().then(() => false),
+    () => leases.heartbeat().then(() => false),
     config.leaseHeartbeatMs,
     (error) => onError(error, "lease heartbeat"),
   ).start();
@@ -163,11 +144,8 @@ export async function startDispatchRoles(
       hotTier,
       clock,
       metrics,
-      () =>
-        new Set(
-          leases!.shards(PRELOAD_FAMILY).filter((s) => leases!.holdsShard(PRELOAD_FAMILY, s)),
-        ),
-      { hotWindowMs: config.hotWindowMs, pageSize: 5000 },
+      () => new Set(leases.validShards(PRELOAD_FAMILY)),
+      { hotWindowMs: config.hotWindowMs, pageSize: config.preloadPageSize },
     );
     loops.push(
       new Loop(
@@ -186,10 +164,10 @@ export async function startDispatchRoles(
     const reconciler = new Reconciler(store, executions, hotTier, clock, metrics, {
       dispatchTimeoutMs: config.dispatchTimeoutMs,
       rehydrateAheadMs: config.reconcileAheadMs,
-      batchSize: 2000,
+      batchSize: config.reconcileBatchSize,
     });
     const step = async () => {
-      if (!leases!.isLeader) return false;
+      if (!leases.isLeader) return false;
       const report = await reconciler.run();
       if (report.claimsReturned + report.rearmed + report.leasesExpired + report.rehydrated > 0)
         log.info(report, "reconciled");
@@ -208,7 +186,7 @@ export async function startDispatchRoles(
     metricsPort: server.port,
     async stop() {
       await Promise.allSettled(loops.map((loop) => loop.stop()));
-      await leases!.releaseAll().catch((error: unknown) => onError(error, "release leases"));
+      await leases.releaseAll().catch((error: unknown) => onError(error, "release leases"));
       await heartbeat.stop();
       await dispatcher.stopAll();
       timers.close();

@@ -12,7 +12,7 @@ import { PgLeaseStore } from "../adapters/pg/lease-store.js";
 import { PgPlanStore } from "../adapters/pg/plan-store.js";
 import { RedisHotTier } from "../adapters/redis/hot-tier.js";
 import { PLAN_FAMILY, Planner, planLeasesOf } from "../app/schedules/planner.js";
-import { LeaseManager } from "../app/shared/leases.js";
+import { LeaseManager, loggingLeaseListener } from "../app/shared/leases.js";
 import { Loop } from "../app/shared/loop.js";
 import type { Config } from "../config/config.js";
 import type { Clock } from "../ports/clock.js";
@@ -32,7 +32,7 @@ export async function startPlanner(
   const onError = (error: unknown, what: string) => log.warn({ err: error }, `${what} failed`);
   const pool = rolePgPool(
     config,
-    { maxConnections: 2, applicationName: "chronofence-planner" },
+    { maxConnections: config.plannerPgPoolSize, applicationName: "chronofence-planner" },
     onError,
   );
   const redis = roleRedis(config, onError);
@@ -40,25 +40,14 @@ export async function startPlanner(
   await hotTier.connect().catch((error: unknown) => onError(error, "redis connect"));
   const metrics = new PromDispatchMetrics({ defaultMetrics: true });
 
-  const leases = new LeaseManager(
-    new PgLeaseStore(pool),
-    clock,
-    {
-      acquired: (family, shard, epoch) => log.info({ family, shard, epoch }, "lease acquired"),
-      lost: (family, shard) => log.warn({ family, shard }, "lease lost"),
-      // Nothing to drain: every write is fenced and idempotent.
-      releasing: async () => undefined,
-    },
-    metrics,
-    {
-      nodeId,
-      ttlMs: config.leaseTtlMs,
-      safetyMarginMs: config.leaseSafetyMarginMs,
-      families: [PLAN_FAMILY],
-      wantLeader: false,
-      onError,
-    },
-  );
+  const leases = new LeaseManager(new PgLeaseStore(pool), clock, metrics, {
+    nodeId,
+    ttlMs: config.leaseTtlMs,
+    safetyMarginMs: config.leaseSafetyMarginMs,
+    families: [PLAN_FAMILY],
+    wantLeader: false,
+    onError,
+  }).subscribe(loggingLeaseListener(log)); // nothing to drain: every write is fenced and idempotent
   const planner = new Planner(
     new PgPlanStore(pool),
     hotTier,
@@ -72,7 +61,7 @@ export async function startPlanner(
       overlapLeadMs: config.cronOverlapLeadMs,
       misfireGraceMs: config.cronMisfireGraceMs,
       fireAllCap: config.cronFireAllCap,
-      maxPerPass: 1000,
+      maxPerPass: config.planMaxPerPass,
       batchSize: config.planBatchSize,
       hotWindowMs: config.hotWindowMs,
     },

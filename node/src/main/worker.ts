@@ -24,12 +24,13 @@ import { PromWorkerMetrics } from "../adapters/metrics/worker-metrics.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import type { PgPool } from "../adapters/pg/pool.js";
 import { RedisHotTier } from "../adapters/redis/hot-tier.js";
+import { ExecutionService } from "../app/execution/execution-service.js";
 import { Executor } from "../app/execution/executor.js";
 import { HandlerMap } from "../app/execution/handler-registry.js";
 import { QueueLimiter } from "../app/execution/limiter.js";
+import { queueRunner } from "../app/execution/queue-runner.js";
 import type { Config } from "../config/config.js";
 import type { TopicKind } from "../domain/envelope.js";
-import { parseEnvelope } from "../domain/inbound-envelope.js";
 import type { Clock } from "../ports/clock.js";
 import type { HandlerRegistry } from "../ports/handler.js";
 import { defaultNodeId } from "./dispatch.js";
@@ -107,25 +108,27 @@ export async function startWorker(
       rowLevelSecurity: false,
       random: Math.random,
       newId,
-      coalesceMax: 256,
+      coalesceMax: config.workerCoalesceMax,
       // Half the pool each for starts and completions: the rest of the calls queue into the
       // next statement rather than for a connection.
       coalesceMaxInFlight: Math.max(1, Math.floor(config.workerPgPoolSize / 2)),
     });
+    const executions = new ExecutionService(
+      { store, hotTier, onError },
+      { hotWindowMs: config.hotWindowMs },
+    );
     const executor = new Executor(
-      { store, handlers: registry, clock, metrics, addDue: (e) => hotTier.addDue(e), onError },
+      { executions, handlers: registry, clock, metrics, onError },
       {
         workerId,
         leaseMs: config.workerLeaseMs,
         heartbeatMs: config.workerHeartbeatMs,
-        hotWindowMs: config.hotWindowMs,
-        dependencyRetryMs: 100,
+        dependencyRetryMs: config.workerRetryBaseMs,
         maxResultBytes: config.workerMaxResultBytes,
       },
     );
     executors.push(executor);
     const concurrency = concurrencyOf(config, queue);
-    const limiter = new QueueLimiter(concurrency, config.workerTenantConcurrency);
     const consumer = new KafkaTaskConsumer({
       brokers,
       clientId: `chronofence-${workerId}-${queue}`,
@@ -134,32 +137,23 @@ export async function startWorker(
       // Twice the slots: a message is ready the moment one frees, and a tenant at its cap
       // holds back the fetch only once it fills the margin.
       maxInFlight: concurrency * 2,
-      maxRetained: 100_000,
-      commitIntervalMs: 200,
+      maxRetained: config.workerMaxRetained,
+      commitIntervalMs: config.workerCommitIntervalMs,
       sessionTimeoutMs: config.workerSessionTimeoutMs,
       onError: (error) => onError(error, `kafka consumer ${queue}`),
       onRunning: (up) => metrics.consumerUp(queue, up),
     });
     consumers.push(consumer);
-    await consumer.start(async (value) => {
-      const parsed = parseEnvelope(value?.toString("utf8") ?? "");
-      if (!parsed.ok) {
-        metrics.malformed(queue);
-        log.warn({ queue, reason: parsed.reason }, "skipped a message that is not an envelope");
-        return true;
-      }
-      const { envelope } = parsed;
-      try {
-        const report = await limiter.run(envelope.tenantId, () =>
-          executor.execute(envelope, queue),
-        );
-        return report !== "abandoned";
-      } catch (error) {
-        // A bug, not a dependency: log it and move on; the reconciler recovers the task.
-        onError(error, `execute ${envelope.taskId}`);
-        return true;
-      }
+    const run = queueRunner({
+      queue,
+      executor,
+      limiter: new QueueLimiter(concurrency, config.workerTenantConcurrency),
+      metrics,
+      onMalformed: (reason) =>
+        log.warn({ queue, reason }, "skipped a message that is not an envelope"),
+      onError,
     });
+    await consumer.start((value) => run(value?.toString("utf8") ?? ""));
   }
 
   const server = await startMetricsServer(metrics, config.host, config.workerMetricsPort);

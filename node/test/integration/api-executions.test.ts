@@ -17,7 +17,7 @@ import {
   type TestApi,
   type TestTenant,
 } from "./support/api.js";
-import { TEST_REDIS_URL, type TestDatabase, withPg } from "./support/services.js";
+import { TEST_REDIS_URL, type TestDatabase, untilDue, withPg } from "./support/services.js";
 
 let fixture: ApiFixture;
 let db: TestDatabase;
@@ -294,6 +294,22 @@ describe("fail", () => {
       worker_id: "w1",
     });
     expect(late.status).toBe(409);
+  });
+
+  it("puts a retry due within the hot window into its shard, as the Node worker does", async () => {
+    const t = await started({ max_attempts: 3, backoff: { base_ms: 1000, max_ms: 2000 } });
+    const key = dueKey(api.config.redisKeyPrefix, shardOf(a.id, t.id));
+    // The submission's own add first, then none: only the retry may put it back.
+    await untilDue(redis, api.config.redisKeyPrefix, { tenantId: a.id, id: t.id });
+    await redis.zrem(key, t.id);
+    const res = await exec(a.apiKey, t.id, "fail", {
+      fencing_token: t.token,
+      worker_id: "w1",
+      error: { message: "upstream 503" },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe("SCHEDULED");
+    expect(Number(await redis.zscore(key, t.id))).toBe(Date.parse(res.body.next_run_at));
   });
 
   it("makes a non-retryable failure DEAD at once, with a dead letter", async () => {

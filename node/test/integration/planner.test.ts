@@ -119,19 +119,13 @@ interface TestPlanner {
 }
 
 function startPlanner(nodeId: string): TestPlanner {
-  const leases = new LeaseManager(
-    new PgLeaseStore(ownerPool),
-    clock,
-    { acquired: () => undefined, lost: () => undefined, releasing: async () => undefined },
-    noDispatchMetrics,
-    {
-      nodeId,
-      ttlMs: 10 * SECOND,
-      safetyMarginMs: 2 * SECOND,
-      families: [PLAN_FAMILY],
-      wantLeader: false,
-    },
-  );
+  const leases = new LeaseManager(new PgLeaseStore(ownerPool), clock, noDispatchMetrics, {
+    nodeId,
+    ttlMs: 10 * SECOND,
+    safetyMarginMs: 2 * SECOND,
+    families: [PLAN_FAMILY],
+    wantLeader: false,
+  });
   const planner = new Planner(
     new PgPlanStore(ownerPool),
     new RedisHotTier(redis, prefix),

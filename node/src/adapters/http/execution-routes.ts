@@ -6,24 +6,20 @@
  *   POST /v1/tasks/{id}/replay
  *
  * Every body names the attempt by the envelope's `fencing_token` and the
- * caller by `worker_id`. The store does the fencing (ports/execution-store.ts);
- * this module validates, scopes every call to the caller's tenant, and maps
+ * caller by `worker_id`. The execution use case (app/execution/execution-service.ts,
+ * which the Node worker runs on too) does the fencing and the hot-tier
+ * follow-ups; this module validates, scopes every call to the caller's tenant, and maps
  * outcomes: `stale` → 409 (code invalid_transition, details.reason
  * "stale_fencing_token"), `not_found` → 404 (another tenant's task too).
  */
 import { z } from "zod";
+import type { ExecutionService } from "../../app/execution/execution-service.js";
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
 import { workerStoppingFailure } from "../../domain/execution-error.js";
 import { findJsonProblem, isStorableText, utf8ByteLength } from "../../domain/json-limits.js";
 import { MAX_PAYLOAD_DEPTH } from "../../domain/submission.js";
 import type { Principal } from "../../domain/tenant.js";
-import type {
-  ExecutionFailure,
-  ExecutionRef,
-  ExecutionStore,
-  FailOutcome,
-} from "../../ports/execution-store.js";
-import type { DueEntry, HotTier } from "../../ports/hot-tier.js";
+import type { ExecutionFailure, ExecutionRef, FailOutcome } from "../../ports/execution-store.js";
 import { type BodyRoute, type HttpReply, json, type Route } from "./exchange.js";
 import { parseJson } from "./json-body.js";
 
@@ -35,15 +31,13 @@ export type Admitting = (
 ) => BodyRoute["admit"];
 
 export interface ExecutionRouteDeps {
-  executions: ExecutionStore;
-  hotTier: HotTier;
+  /** The one fenced execution use case (the Node worker's executor runs on it too). */
+  executions: ExecutionService;
   /** The replayed task as GET /v1/tasks/{id} shows it. */
   presentTask(principal: Principal, taskId: string): Promise<Record<string, unknown>>;
   /** The server-wide cap for complete and fail bodies (the tenant's payload limit applies too). */
   maxBodyBytes: number;
   nowMs(): number;
-  /** A replayed task not added to Redis is re-hydrated later; say so in the log. */
-  onHotTierError(error: unknown): void;
 }
 
 export const DEFAULT_EXECUTION_LEASE_MS = 30_000;
@@ -150,7 +144,6 @@ export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting):
         deps.nowMs(),
       );
       if (outcome.kind !== "completed") throw refusal(outcome.kind, taskId);
-      addReleased(deps, outcome.released);
       return json(200, { task_id: taskId, status: "COMPLETED" });
     }),
     route("fail", deps.maxBodyBytes, async (principal, taskId, input) => {
@@ -169,8 +162,6 @@ export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting):
         reported,
         deps.nowMs(),
       );
-      if (outcome.kind === "dead" || outcome.kind === "cancelled")
-        addReleased(deps, outcome.released);
       return json(200, presentFailure(taskId, outcome));
     }),
     // The worker is stopping: the task is due again at once and the attempt is given back.
@@ -181,8 +172,6 @@ export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting):
         workerStoppingFailure(body.message),
         deps.nowMs(),
       );
-      if (outcome.kind === "dead" || outcome.kind === "cancelled")
-        addReleased(deps, outcome.released);
       return json(200, presentFailure(taskId, outcome));
     }),
     {
@@ -226,20 +215,7 @@ async function replay(
       { details: { task_id: taskId, status: outcome.status } },
     );
   }
-  // Due now: straight to its shard, as at submission. Losing this add only delays it.
-  await deps.hotTier
-    .addDue([{ tenantId: outcome.tenantId, taskId: outcome.taskId, runAtMs: outcome.runAtMs }])
-    .catch(deps.onHotTierError);
   return json(200, await deps.presentTask(principal, taskId));
-}
-
-/**
- * Workflow nodes released by a completion or death, after its commit: not
- * awaited, all of them (released nodes are due now or after their small
- * delay_ms); a lost add is repaired by re-hydration and the pre-loader.
- */
-function addReleased(deps: ExecutionRouteDeps, released: readonly DueEntry[] | undefined): void {
-  if (released && released.length > 0) deps.hotTier.addDue(released).catch(deps.onHotTierError);
 }
 
 function presentFailure(taskId: string, outcome: FailOutcome): Record<string, unknown> {

@@ -1,5 +1,6 @@
 /** The API's routes as plain async functions of a request (no HTTP library here). */
 
+import type { ExecutionService } from "../../app/execution/execution-service.js";
 import type { IngestService } from "../../app/ingest/ingest.js";
 import type { TaskQueries } from "../../app/ingest/task-queries.js";
 import type { Authenticator } from "../../app/shared/authenticator.js";
@@ -8,9 +9,7 @@ import { ErrorCode, RateLimitedError } from "../../domain/errors.js";
 import { bodyAllowanceBytes, MAX_BATCH_TASKS } from "../../domain/submission.js";
 import type { Principal } from "../../domain/tenant.js";
 import { MAX_WORKFLOW_NODES } from "../../domain/workflow.js";
-import type { ExecutionStore } from "../../ports/execution-store.js";
 import type { HealthCheck } from "../../ports/health.js";
-import type { HotTier } from "../../ports/hot-tier.js";
 import type { IngestMetrics } from "../../ports/ingest-metrics.js";
 import {
   type Admission,
@@ -29,11 +28,8 @@ export interface RouteDeps {
   ingest: IngestService;
   queries: TaskQueries;
   /** The fenced worker protocol and replay (execution-routes.ts). */
-  executions: ExecutionStore;
-  /** Where a replayed task goes, as a fresh submission's would. */
-  hotTier: HotTier;
+  executions: ExecutionService;
   nowMs: () => number;
-  onHotTierError: (error: unknown) => void;
   workflows: WorkflowService;
   health: HealthCheck[];
   metrics: IngestMetrics & { render(): Promise<{ contentType: string; body: string }> };
@@ -133,12 +129,10 @@ export function apiRoutes(deps: RouteDeps): Route[] {
     ...executionRoutes(
       {
         executions: deps.executions,
-        hotTier: deps.hotTier,
         presentTask: async (principal, taskId) =>
           presentTask(await deps.queries.get(principal, taskId)),
         maxBodyBytes: deps.maxSingleBodyBytes,
         nowMs: deps.nowMs,
-        onHotTierError: deps.onHotTierError,
       },
       admitting,
     ),

@@ -13,14 +13,14 @@
  * every terminal transition.
  *
  * Released tasks are not in Redis yet: after COMMIT, the caller hands
- * `outcome.released` to the hot tier (addReleasedToHotTier) so they fire on
+ * `outcome.released` to the hot tier (app/execution/execution-service.ts) so they fire on
  * time. If that add is lost, the reconciler re-hydrates due SCHEDULED tasks
  * missing from Redis and the pre-loader sweeps the window; that repair only
  * costs latency, hence an explicit add for the common case.
  */
 import type pg from "pg";
 import type { WorkflowStatus } from "../../domain/workflow-run.js";
-import type { DueEntry, HotTier } from "../../ports/hot-tier.js";
+import type { DueEntry } from "../../ports/hot-tier.js";
 import { COMPLETED_PARENTS, RELEASE_DEPENDENTS, TASK_RESULTS } from "./sql/workflows.js";
 
 /** A pg connection: a Client or a pool's client, inside a transaction. */
@@ -95,18 +95,4 @@ export async function parentResults(
   const byKey: Record<string, unknown> = {};
   for (const p of parents.rows) byKey[p.parent_key] = resultOf.get(p.task_id) ?? null;
   return byKey;
-}
-
-/**
- * After COMMIT: adds the released tasks due within the hot window to Redis.
- * Not to be awaited on a request's path; a failure is repaired by the
- * pre-loader and reconciler.
- */
-export function addReleasedToHotTier(
-  hotTier: Pick<HotTier, "addDue">,
-  released: readonly DueEntry[],
-  dueBeforeMs: number,
-): Promise<void> {
-  const due = released.filter((entry) => entry.runAtMs <= dueBeforeMs);
-  return due.length === 0 ? Promise.resolve() : hotTier.addDue(due);
 }

@@ -34,21 +34,19 @@ import type { Clock } from "../../ports/clock.js";
 import type {
   CompleteOutcome,
   ExecutionRef,
-  ExecutionStore,
   FailOutcome,
   StartedExecution,
 } from "../../ports/execution-store.js";
 import type { HandlerRegistry } from "../../ports/handler.js";
-import type { DueEntry } from "../../ports/hot-tier.js";
 import type { WorkerMetrics } from "../../ports/worker-metrics.js";
+import type { ExecutionService } from "./execution-service.js";
 
 export interface ExecutorDeps {
-  store: ExecutionStore;
+  /** The fenced transitions and their hot-tier follow-ups (retries, released nodes). */
+  executions: ExecutionService;
   handlers: HandlerRegistry;
   clock: Clock;
   metrics: WorkerMetrics;
-  /** Puts a retry due soon straight into the hot tier (best effort: the pre-loader also would). */
-  addDue: (entries: DueEntry[]) => Promise<void>;
   onError: (error: unknown, what: string) => void;
 }
 
@@ -56,8 +54,6 @@ export interface ExecutorOptions {
   workerId: string;
   leaseMs: number;
   heartbeatMs: number;
-  /** Retries due within this go to the hot tier at once. */
-  hotWindowMs: number;
   /** First wait before asking Postgres again; doubles up to 2 s. */
   dependencyRetryMs: number;
   maxResultBytes: number;
@@ -135,7 +131,7 @@ export class Executor {
       const nowMs = this.deps.clock.nowMs();
       const start = await this.durably(
         "start",
-        () => this.deps.store.start(ref, this.options.workerId, this.options.leaseMs, nowMs),
+        () => this.deps.executions.start(ref, this.options.workerId, this.options.leaseMs, nowMs),
         MAX_START_TIMEOUTS,
       );
       if (start.kind !== "started") {
@@ -173,18 +169,17 @@ export class Executor {
       // Not the task's fault: it runs again at once, on another worker, without
       // waiting for the lease. If Postgres is down, Abandoned: the lease it is.
       const interrupted = await this.durably("interrupt", () =>
-        this.deps.store.interrupt(ref, STOPPED, nowMs),
+        this.deps.executions.interrupt(ref, STOPPED, nowMs),
       );
-      return this.afterFailure(envelope.type, interrupted, nowMs, "interrupted");
+      return this.afterFailure(envelope.type, interrupted, "interrupted");
     }
     let failure: FailureInfo;
     if (run.kind === "succeeded") {
       const done: CompleteOutcome | Error = await this.durably("complete", () =>
-        this.deps.store.complete(ref, run.resultJson, nowMs),
+        this.deps.executions.complete(ref, run.resultJson, nowMs),
       ).catch((error: Error) => error);
       if (!(done instanceof Error)) {
         if (done.kind !== "completed") return this.stale(envelope.type, "complete");
-        await this.addReleased(done.released, nowMs);
         this.deps.metrics.outcome(envelope.type, "completed");
         return "completed";
       }
@@ -197,53 +192,31 @@ export class Executor {
     } else {
       failure = run.failure;
     }
-    const failed = await this.durably("fail", () => this.deps.store.fail(ref, failure, nowMs));
-    return this.afterFailure(envelope.type, failed, nowMs, "retrying");
+    const failed = await this.durably("fail", () => this.deps.executions.fail(ref, failure, nowMs));
+    return this.afterFailure(envelope.type, failed, "retrying");
   }
 
-  /** After a durable fail or interrupt: metrics, and a retry or released nodes to the hot tier. */
-  private async afterFailure(
+  /** After a durable fail or interrupt (its hot-tier follow-ups are the service's): metrics. */
+  private afterFailure(
     type: string,
     failed: FailOutcome,
-    nowMs: number,
     retrying: "retrying" | "interrupted",
-  ): Promise<ExecutionReport> {
+  ): ExecutionReport {
     if (failed.kind === "retrying") {
       this.deps.metrics.retried(type);
       this.deps.metrics.outcome(type, retrying);
-      if (failed.nextRunAtMs - nowMs <= this.options.hotWindowMs) {
-        const entry = {
-          tenantId: failed.tenantId,
-          taskId: failed.taskId,
-          runAtMs: failed.nextRunAtMs,
-        };
-        await this.deps
-          .addDue([entry])
-          .catch((error: unknown) => this.deps.onError(error, "add retry to hot tier"));
-      }
       return retrying;
     }
     if (failed.kind === "cancelled") {
-      await this.addReleased(failed.released, nowMs);
       this.deps.metrics.outcome(type, "cancelled");
       return "cancelled";
     }
     if (failed.kind === "dead") {
-      await this.addReleased(failed.released, nowMs);
       this.deps.metrics.deadLettered(type);
       this.deps.metrics.outcome(type, "dead");
       return "dead";
     }
     return this.stale(type, retrying === "interrupted" ? "interrupt" : "fail");
-  }
-
-  /** After the commit: workflow nodes it released go to the hot tier (a lost add is repaired later). */
-  private async addReleased(released: readonly DueEntry[] | undefined, nowMs: number) {
-    const due = (released ?? []).filter((e) => e.runAtMs - nowMs <= this.options.hotWindowMs);
-    if (due.length === 0) return;
-    await this.deps
-      .addDue(due)
-      .catch((error: unknown) => this.deps.onError(error, "add released nodes to hot tier"));
   }
 
   private stale(type: string, at: "complete" | "fail" | "interrupt"): ExecutionReport {
@@ -268,7 +241,10 @@ export class Executor {
     let parentResults: Record<string, unknown> | null = null;
     if (envelope.workflowId !== null) {
       try {
-        parentResults = await this.deps.store.parentResults(envelope.tenantId, envelope.taskId);
+        parentResults = await this.deps.executions.parentResults(
+          envelope.tenantId,
+          envelope.taskId,
+        );
       } catch (error) {
         return { kind: "failed", failure: classifyFailure(error), byStop: false };
       }
@@ -286,7 +262,7 @@ export class Executor {
     if (this.stopping.signal.aborted) onStop();
     const heartbeat = setInterval(() => {
       const nowMs = this.deps.clock.nowMs();
-      this.deps.store.heartbeat(ref, this.options.workerId, this.options.leaseMs, nowMs).then(
+      this.deps.executions.heartbeat(ref, this.options.workerId, this.options.leaseMs, nowMs).then(
         (answer) => {
           if (answer.kind !== "extended") abort("lost_lease");
         },

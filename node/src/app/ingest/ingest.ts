@@ -83,19 +83,6 @@ export class IngestService {
     }
   }
 
-  /** Called by the group committer after each commit: feed the hot tier. */
-  dueEntriesOf(group: CommittedGroup): DueEntry[] {
-    const dueBeforeMs = this.clock.nowMs() + this.options.hotWindowMs;
-    const entries: DueEntry[] = [];
-    group.outcomes.forEach((outcome, i) => {
-      const { draft } = group.rows[i]!;
-      if (outcome.kind === "created" && draft.runAtMs <= dueBeforeMs) {
-        entries.push({ tenantId: draft.tenantId, taskId: draft.id, runAtMs: draft.runAtMs });
-      }
-    });
-    return entries;
-  }
-
   private validate(
     principal: Principal,
     items: unknown[],
@@ -144,7 +131,8 @@ export class IngestService {
 
 /** Wires the committer's after-commit hook to the hot tier and metrics. */
 export function afterCommit(
-  ingest: () => IngestService,
+  clock: Clock,
+  hotWindowMs: number,
   hotTier: HotTier,
   metrics: IngestMetrics,
   onHotTierError: (error: unknown) => void,
@@ -152,7 +140,7 @@ export function afterCommit(
   return (group, durationMs, ok) => {
     metrics.groupCommit(group.rows.length, durationMs, ok);
     if (!ok) return;
-    const entries = ingest().dueEntriesOf(group);
+    const entries = dueEntriesOf(group, clock.nowMs() + hotWindowMs);
     if (entries.length === 0) return;
     // Not awaited: the answer depends on Postgres only. A lost add is repaired
     // by the pre-loader, which sweeps the hot window from Postgres.
@@ -164,6 +152,18 @@ export function afterCommit(
       },
     );
   };
+}
+
+/** The tasks a commit created that are due before `dueBeforeMs`: the hot tier's share. */
+function dueEntriesOf(group: CommittedGroup, dueBeforeMs: number): DueEntry[] {
+  const entries: DueEntry[] = [];
+  group.outcomes.forEach((outcome, i) => {
+    const { draft } = group.rows[i]!;
+    if (outcome.kind === "created" && draft.runAtMs <= dueBeforeMs) {
+      entries.push({ tenantId: draft.tenantId, taskId: draft.id, runAtMs: draft.runAtMs });
+    }
+  });
+  return entries;
 }
 
 function toInsert(s: ValidatedSubmission, principal: Principal, requestId: string): InsertRequest {

@@ -3,6 +3,7 @@ import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
 import { TASK_TYPE_PATTERN } from "../../domain/submission.js";
 import { TASK_STATUSES, type Task, type TaskStatus } from "../../domain/task.js";
 import type { Principal } from "../../domain/tenant.js";
+import type { CancelNotifier } from "../../ports/cancel-notifier.js";
 import type { Clock } from "../../ports/clock.js";
 import type { TaskFilter, TaskStore } from "../../ports/task-store.js";
 
@@ -27,6 +28,7 @@ export class TaskQueries {
   constructor(
     private readonly store: TaskStore,
     private readonly clock: Clock,
+    private readonly cancels: CancelNotifier,
   ) {}
 
   async get(principal: Principal, taskId: string): Promise<Task> {
@@ -56,6 +58,10 @@ export class TaskQueries {
         { details: { task_id: taskId, status: outcome.task.status } },
       );
     }
+    // Tells the shard's dispatcher to drop the task from its wheel. Not awaited, and a failure
+    // is harmless: a cancelled task can no longer be armed, and a worker's fenced start refuses
+    // one already published.
+    this.cancels.cancelled(principal.tenantId, taskId).catch(() => undefined);
     return outcome.task;
   }
 }

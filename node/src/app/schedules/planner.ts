@@ -50,8 +50,7 @@ export function planLeasesOf(manager: LeaseManager): PlannerLeases {
   return {
     owned: () =>
       manager
-        .shards(PLAN_FAMILY)
-        .filter((shard) => manager.holdsShard(PLAN_FAMILY, shard))
+        .validShards(PLAN_FAMILY)
         .map((shard) => ({ shard, epoch: manager.epochOf(PLAN_FAMILY, shard)! })),
     expire: (shard) => manager.expire(PLAN_FAMILY, shard),
   };

@@ -72,6 +72,7 @@ const memberName = (family: string, nodeId: string) => `node:${family}:${nodeId}
 export class LeaseManager {
   private readonly held = new Map<string, Held>();
   private readonly releasing = new Set<string>();
+  private readonly listeners: LeaseListener[] = [];
   private readonly shardCount: number;
   private stopping = false;
   private beating: Promise<void> | undefined;
@@ -79,11 +80,21 @@ export class LeaseManager {
   constructor(
     private readonly store: LeaseStore,
     private readonly clock: Clock,
-    private readonly listener: LeaseListener,
     private readonly metrics: DispatchMetrics,
     private readonly options: LeaseManagerOptions,
   ) {
     this.shardCount = options.shardCount ?? HOT_SHARD_COUNT;
+  }
+
+  /**
+   * Adds a listener of acquisitions, losses and releases. Subscribe before the
+   * first heartbeat: a listener hears only what happens after it subscribed.
+   * Subscribing after construction lets the roles that act for a lease ask the
+   * same manager whether they still hold it, without a construction loop.
+   */
+  subscribe(listener: LeaseListener): this {
+    this.listeners.push(listener);
+    return this;
   }
 
   /** True while `name` may be acted upon (rule 2). */
@@ -110,6 +121,11 @@ export class LeaseManager {
     for (let s = 0; s < this.shardCount; s++)
       if (this.held.has(leaseName(family, s))) shards.push(s);
     return shards;
+  }
+
+  /** The shards of `family` held and valid now (rule 2): those a role may act for. */
+  validShards(family: string): number[] {
+    return this.shards(family).filter((shard) => this.holdsShard(family, shard));
   }
 
   /** A user found the lease invalid (rule 2): forget it now rather than at the next heartbeat. */
@@ -231,7 +247,7 @@ export class LeaseManager {
       if (epoch === undefined) continue;
       this.held.set(name, { epoch, validUntilMonoMs: this.validUntil(sentMonoMs) });
       this.metrics.leaseAcquired(name);
-      this.listener.acquired(family, shard, epoch);
+      for (const listener of this.listeners) listener.acquired(family, shard, epoch);
     }
   }
 
@@ -241,7 +257,7 @@ export class LeaseManager {
     if (!held || this.releasing.has(name)) return;
     this.releasing.add(name);
     try {
-      await this.listener.releasing(family, shard);
+      await Promise.all(this.listeners.map((listener) => listener.releasing(family, shard)));
       if (this.held.get(name) !== held) return; // lost meanwhile
       await this.store.release(
         this.options.nodeId,
@@ -267,7 +283,7 @@ export class LeaseManager {
     const family = name.slice(0, sep);
     const shard = Number(name.slice(sep + 1));
     if (this.options.families.includes(family) && Number.isInteger(shard)) {
-      this.listener.lost(family, shard);
+      for (const listener of this.listeners) listener.lost(family, shard);
     }
   }
 
@@ -280,4 +296,41 @@ export class LeaseManager {
   private validUntil(sentMonoMs: number): number {
     return sentMonoMs + this.options.ttlMs - this.options.safetyMarginMs;
   }
+}
+
+/** Where a lease listener reports (a pino logger fits). */
+export interface LeaseLog {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+/** A listener that only logs: for roles whose writes are all fenced, with nothing to drain. */
+export function loggingLeaseListener(log: LeaseLog): LeaseListener {
+  return {
+    acquired: (family, shard, epoch) => log.info({ family, shard, epoch }, "lease acquired"),
+    lost: (family, shard) => log.warn({ family, shard }, "lease lost"),
+    releasing: async (family, shard) => log.info({ family, shard }, "releasing lease"),
+  };
+}
+
+/** What acts for the shards of one lease family (the dispatcher does). */
+export interface ShardActor {
+  acquired(shard: number, epoch: number): void;
+  lost(shard: number): void;
+  releasing(shard: number): Promise<void>;
+}
+
+/** A listener that passes one family's events to `actor` and ignores the others. */
+export function familyListener(family: string, actor: ShardActor): LeaseListener {
+  return {
+    acquired: (f, shard, epoch) => {
+      if (f === family) actor.acquired(shard, epoch);
+    },
+    lost: (f, shard) => {
+      if (f === family) actor.lost(shard);
+    },
+    releasing: async (f, shard) => {
+      if (f === family) await actor.releasing(shard);
+    },
+  };
 }

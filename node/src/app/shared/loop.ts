@@ -1,8 +1,8 @@
 /**
  * Runs an async step again and again: after `intervalMs`, or at once when the
  * step says more work is waiting. Never overlaps itself; a failing step is
- * reported and retried after the interval. `stop()` resolves once the step
- * in progress (if any) has finished.
+ * reported and retried after the interval (or `retryAfterErrorMs`). `stop()`
+ * resolves once the step in progress (if any) has finished.
  */
 export class Loop {
   private timer: NodeJS.Timeout | undefined;
@@ -13,11 +13,18 @@ export class Loop {
     private readonly step: () => Promise<boolean | undefined>,
     private readonly intervalMs: number,
     private readonly onError: (error: unknown) => void,
+    private readonly options: { retryAfterErrorMs?: number } = {},
   ) {}
 
   start(delayMs = 0): this {
     this.schedule(delayMs);
     return this;
+  }
+
+  /** Runs the first step at once and resolves when it has finished (a failure reported, not thrown). */
+  async startNow(): Promise<void> {
+    this.running = this.run();
+    await this.running;
   }
 
   async stop(): Promise<void> {
@@ -35,9 +42,11 @@ export class Loop {
 
   private async run(): Promise<void> {
     let more = false;
+    let failed = false;
     try {
       more = (await this.step()) === true;
     } catch (error) {
+      failed = true;
       try {
         this.onError(error);
       } catch {
@@ -45,6 +54,7 @@ export class Loop {
       }
     }
     this.running = undefined;
-    this.schedule(more ? 0 : this.intervalMs);
+    const retryMs = this.options.retryAfterErrorMs ?? this.intervalMs;
+    this.schedule(more ? 0 : failed ? retryMs : this.intervalMs);
   }
 }

@@ -16,13 +16,13 @@ function node(id: string, store: MemoryLeaseStore, clock: FakeClock, wantLeader 
       events.push(`~${family}:${shard}`);
     },
   };
-  const manager = new LeaseManager(store, clock, listener, noDispatchMetrics, {
+  const manager = new LeaseManager(store, clock, noDispatchMetrics, {
     nodeId: id,
     ttlMs: TTL_MS,
     safetyMarginMs: MARGIN_MS,
     families: ["shard"],
     wantLeader,
-  });
+  }).subscribe(listener);
   return { manager, events };
 }
 

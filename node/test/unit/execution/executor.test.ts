@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { ExecutionService } from "../../../src/app/execution/execution-service.js";
 import { Executor } from "../../../src/app/execution/executor.js";
 import { HandlerMap } from "../../../src/app/execution/handler-registry.js";
 import { QueueLimiter } from "../../../src/app/execution/limiter.js";
@@ -114,20 +115,20 @@ beforeEach(() => {
   handlers = new HandlerMap();
   stale = [];
   added = [];
+  const hotTier = { addDue: async (entries: readonly DueEntry[]) => void added.push(...entries) };
+  const onError = () => undefined;
   executor = new Executor(
     {
-      store,
+      executions: new ExecutionService({ store, hotTier, onError }, { hotWindowMs: 60_000 }),
       handlers,
       clock: new FakeClock(),
       metrics: { ...noWorkerMetrics, staleToken: (at) => stale.push(at) },
-      addDue: async (entries) => void added.push(...entries),
-      onError: () => undefined,
+      onError,
     },
     {
       workerId: "w",
       leaseMs: 3000,
       heartbeatMs: 100,
-      hotWindowMs: 60_000,
       dependencyRetryMs: 10,
       maxResultBytes: 64,
     },

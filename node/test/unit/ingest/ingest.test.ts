@@ -27,22 +27,24 @@ function setup(limits = DEFAULT_TENANT_LIMITS) {
   };
   let n = 0;
   const newId = () => `00000000-0000-7000-8000-${String(++n).padStart(12, "0")}`;
-  let ingest: IngestService | undefined;
   const committer = new GroupCommitter(
     store,
     clock,
     { maxBatchRows: 1000, maxInFlight: 1, maxQueuedRows: 10_000 },
-    afterCommit(
-      () => ingest!,
-      hotTier,
-      noIngestMetrics,
-      () => undefined,
-    ),
+    afterCommit(clock, HOUR_MS, hotTier, noIngestMetrics, () => undefined),
   );
-  ingest = new IngestService(committer, store, hotTier, new RateLimiter(clock), clock, newId, {
-    horizonMs: 365 * 24 * HOUR_MS,
-    hotWindowMs: HOUR_MS,
-  });
+  const ingest = new IngestService(
+    committer,
+    store,
+    hotTier,
+    new RateLimiter(clock),
+    clock,
+    newId,
+    {
+      horizonMs: 365 * 24 * HOUR_MS,
+      hotWindowMs: HOUR_MS,
+    },
+  );
   const principal: Principal = { tenantId: "tenant-a", apiKeyId: "key-a", limits };
   return { clock, store, added, ingest, principal, connection };
 }
