@@ -18,7 +18,7 @@
  *  - completed_per_s: completions per second while tasks fall due at the
  *    full offered rate (support.ts plateauRate; needs --seconds > the spread).
  *  - lost: accepted (201) but missing from Postgres or in a terminal state
- *    other than COMPLETED (DESIGN.md invariant 2). Tasks still pending when
+ *    other than COMPLETED (docs/architecture.md, invariant 2). Tasks still pending when
  *    the run ends (the last run_at + --drain-ms) are `unfinished`, not lost:
  *    a system too slow for the offered rate shows there, by status.
  *  - early: tasks started before run_at (Postgres) plus envelopes published

@@ -1,5 +1,5 @@
 /**
- * What the dispatcher publishes (DESIGN.md section 4): a versioned JSON
+ * What the dispatcher publishes (docs/architecture.md section 7): a versioned JSON
  * envelope, keyed by tenant, on the topic of the task's priority — or on
  * `tasks.overdue` when it is published later than its tenant's grace.
  */

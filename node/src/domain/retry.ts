@@ -1,5 +1,5 @@
 /**
- * What happens to a failed attempt (DESIGN.md section 3: FAILED → SCHEDULED
+ * What happens to a failed attempt (docs/architecture.md section 3: RUNNING → SCHEDULED
  * with a later run_at, or DEAD). Pure: time and randomness are arguments.
  *
  * Backoff, for the n-th failed attempt (n = 1 after the first run):

@@ -1,5 +1,5 @@
 /**
- * Validation of task submissions (DESIGN.md section 6). Two layers, two statuses:
+ * Validation of task submissions (docs/architecture.md section 8). Two layers, two statuses:
  *  - shape (400 invalid_request): not an object, unknown field, missing `type`,
  *    a field of the wrong JSON type;
  *  - rules (422 unprocessable): right type, unacceptable value — ranges,

@@ -1,5 +1,5 @@
 /**
- * The task state machine (DESIGN.md section 3).
+ * The task state machine (docs/architecture.md section 3).
  *
  *   WAITING ──► SCHEDULED ──► ARMED ──► RUNNING ──► COMPLETED
  *      │            ▲  │        │          │

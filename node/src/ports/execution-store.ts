@@ -1,5 +1,5 @@
 /**
- * The fenced execution protocol (DESIGN.md sections 3-5) as the cold tier
+ * The fenced execution protocol (docs/architecture.md sections 3, 5 and 6) as the cold tier
  * offers it: what a worker — the Node worker role, or any process speaking
  * the HTTP execution endpoints — may do to a task once a dispatcher has
  * ARMED it and published its envelope.

@@ -12,7 +12,7 @@ export interface HeldLease {
 }
 
 /**
- * Named, time-bounded leases with an epoch (DESIGN.md section 3). Every
+ * Named, time-bounded leases with an epoch (docs/architecture.md section 5). Every
  * successful `acquire` increments the epoch; every other call is a no-op
  * unless the caller's (owner, epoch) is still the current, unexpired one.
  * `nowMs` is always the caller's clock, passed into the store.

@@ -1,5 +1,5 @@
 /**
- * Durable before acknowledged (DESIGN.md invariant 6): every 201 is in
+ * Durable before acknowledged (docs/architecture.md, invariant 6): every 201 is in
  * Postgres, even when the server process dies — between a commit and its
  * answers (a seam kills it there), or at a random moment under load (SIGKILL).
  * The server runs as a real child process.

@@ -2,7 +2,7 @@
  * Fencing and reconciliation on the real Postgres and Redis, driven by a fake
  * clock (the adapters take `now` as an argument): a stale shard epoch arms
  * nothing; the reconciler repairs each kind of half-done transition, and a
- * second run right after changes nothing (DESIGN.md invariant 8).
+ * second run right after changes nothing (docs/architecture.md, invariant 8).
  */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";

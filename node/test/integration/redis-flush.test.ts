@@ -1,5 +1,5 @@
 /**
- * Redis is a cache of Postgres (DESIGN.md invariant 2): a real FLUSHALL in the
+ * Redis is a cache of Postgres (docs/architecture.md, invariant 2): a real FLUSHALL in the
  * middle of a run loses no acknowledged task. The test runs its own
  * redis-server, so the flush touches no other test's keys.
  */

@@ -1,6 +1,6 @@
 import { ChronofenceError, ErrorCode, RateLimitedError } from "../../domain/errors.js";
 
-/** The one place error codes become HTTP statuses (DESIGN.md section 6). */
+/** The one place error codes become HTTP statuses (docs/architecture.md section 8). */
 export const STATUS_OF_CODE: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.InvalidRequest]: 400,
   [ErrorCode.InvalidJson]: 400,

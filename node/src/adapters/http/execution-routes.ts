@@ -1,5 +1,5 @@
 /**
- * The fenced worker protocol over HTTP (DESIGN.md sections 4 and 6), for
+ * The fenced worker protocol over HTTP (docs/architecture.md sections 6 and 8), for
  * workers outside Node, and the replay of a dead task:
  *
  *   POST /v1/executions/{task id}/start|heartbeat|complete|fail|interrupt

@@ -1,4 +1,4 @@
-/** The public JSON shape of a task (DESIGN.md section 6): snake_case, RFC 3339 times. */
+/** A task's public JSON shape (docs/architecture.md section 8): snake_case, RFC 3339 times. */
 import type { Task } from "../../domain/task.js";
 
 const iso = (epochMs: number | null): string | null =>

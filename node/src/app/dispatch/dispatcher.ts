@@ -13,7 +13,7 @@
  * (bench/RESULTS.md, Dispatch).
  *
  * Why the wheels stay on this thread rather than one worker_thread per shard
- * (DESIGN.md's sketch): the one Kafka producer lives here, so a worker per
+ * (docs/architecture.md section 6, step 7): the one Kafka producer lives here, so a worker per
  * shard adds a hop each way (armed tasks in, fired ids out) and sixteen more
  * event loops on a two-core machine. bench:dispatch-threads measured it at
  * 5,000 and 10,000 tasks/s: 274–306 µs of CPU per task with a worker per

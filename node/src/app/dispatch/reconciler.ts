@@ -1,7 +1,7 @@
 /**
  * The reconciler (leader only): repairs transitions that a crash, a pause or
  * a lost Redis left half done. Each step is idempotent, so a second run right
- * after the first changes nothing (DESIGN.md invariant 8):
+ * after the first changes nothing (docs/architecture.md, invariant 8):
  *  1. return expired claims: ids a dispatcher claimed and neither published
  *     nor gave back within the claim TTL go back to due;
  *  2. re-arm stale ARMED tasks: armed and due longer ago than the dispatch

@@ -1,6 +1,6 @@
 /**
- * Runs one envelope through the fenced execution protocol (DESIGN.md
- * section 4, step 4):
+ * Runs one envelope through the fenced execution protocol (docs/architecture.md
+ * section 6, step 9):
  *
  *   start (fenced ARMED → RUNNING; 0 rows ⇒ stale: skip, count)
  *     → handler(payload, ctx), with the execution lease renewed every

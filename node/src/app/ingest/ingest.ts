@@ -73,7 +73,7 @@ export class IngestService {
   }
 
   /**
-   * A dependency that is down answers 503 and writes nothing (DESIGN §6). Only a
+   * A dependency that is down answers 503, writes nothing (docs/architecture.md section 9). Only a
    * connection known to be down counts: an add that fails after the commit
    * still answers 201, since the task is durable and the reconciler re-adds it.
    */
