@@ -1,6 +1,7 @@
 /**
  * Where should the dispatcher's 16 Wasm wheels run: on the main thread (one
- * Timers per shard, each woken by a sleeper thread: today's design) or one
+ * Timers per shard, each woken by a sleeper thread: the design this bench
+ * measured; the dispatcher has since run one wheel for all its shards) or one
  * worker_thread per shard (docs/architecture.md section 6, step 7)? The main thread must publish
  * to Kafka either way (one producer), so a worker per shard adds a hop each
  * way: armed tasks are posted in, fired ids are posted back out.

@@ -3,9 +3,13 @@
  *
  *   WAITING ──► SCHEDULED ──► ARMED ──► RUNNING ──► COMPLETED
  *      │            ▲  │        │          │
- *      │            │  │        │          └──► FAILED ──► SCHEDULED (retry, later run_at)
- *      │            │  │        │                  └────► DEAD (retries exhausted)
+ *      │            │  │        │          ├──► SCHEDULED (a failure with attempts left: later run_at)
+ *      │            │  │        │          └──► DEAD (retries exhausted, or not retryable)
  *      └──► SKIPPED └──┴────────┴──► CANCELLED (only before RUNNING)
+ *
+ * A failure moves RUNNING to SCHEDULED or DEAD in one statement: FAILED is a
+ * valid value of the column but no transition stores it. Replay (DEAD →
+ * SCHEDULED, an operator's request) is the one deliberate way back.
  *
  * Ground rules: terminal states (COMPLETED, DEAD, CANCELLED, SKIPPED) never
  * move back; only a holder of the current fencing token may move a task to

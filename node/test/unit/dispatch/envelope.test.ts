@@ -23,7 +23,7 @@ const task: ArmedTask = {
 };
 
 describe("envelope", () => {
-  it("is versioned JSON with every field of DESIGN.md section 4, the payload spliced in", () => {
+  it("is versioned JSON with every field of docs/architecture.md section 7, the payload spliced in", () => {
     const envelope = JSON.parse(envelopeJson(task, task.runAtMs + 7));
     expect(envelope).toEqual({
       v: 1,
