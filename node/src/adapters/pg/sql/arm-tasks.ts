@@ -1,3 +1,5 @@
+import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
+
 /**
  * arm-tasks: the dispatcher's one fenced write per claim round, for every
  * shard it claimed from.
@@ -29,11 +31,11 @@ WITH fence AS (
     FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[]) AS f (shard, name, owner, epoch)
     JOIN leases l ON l.name = f.name
    WHERE l.owner = f.owner AND l.epoch = f.epoch
-     AND l.expires_at > timestamptz 'epoch' + $5 * interval '1 millisecond'
+     AND l.expires_at > ${sqlTimestamptz("$5")}
      FOR SHARE OF l
 ),
 claim AS (
-  SELECT c.id, timestamptz 'epoch' + c.run_at_ms * interval '1 millisecond' AS run_at,
+  SELECT c.id, ${sqlTimestamptz("c.run_at_ms")} AS run_at,
          f.shard, f.epoch
     FROM unnest($6::uuid[], $7::float8[], $8::int[]) AS c (id, run_at_ms, shard)
     JOIN fence f ON f.shard = c.shard
@@ -42,8 +44,8 @@ armed AS (
   UPDATE tasks t
      SET status = 'ARMED',
          fencing_token = nextval('fencing_token_seq'),
-         armed_at = timestamptz 'epoch' + $5 * interval '1 millisecond',
-         updated_at = timestamptz 'epoch' + $5 * interval '1 millisecond',
+         armed_at = ${sqlTimestamptz("$5")},
+         updated_at = ${sqlTimestamptz("$5")},
          dispatch_shard = c.shard,
          dispatch_epoch = c.epoch
     FROM claim c
@@ -56,7 +58,7 @@ armed AS (
            ELSE false
          END
   RETURNING c.shard, t.id, t.tenant_id, t.type, t.payload::text AS payload_json, t.priority,
-            (extract(epoch FROM t.run_at) * 1000)::float8 AS run_at_ms, t.attempt,
+            ${sqlEpochMs("t.run_at")} AS run_at_ms, t.attempt,
             t.fencing_token::text AS fencing_token, t.timeout_ms, t.idempotency_key, t.workflow_id
 )
 SELECT ARRAY(SELECT shard FROM fence) AS fenced_shards, a.*, tn.grace_ms
@@ -79,7 +81,7 @@ SELECT ARRAY(SELECT shard FROM fence) AS fenced_shards, a.*, tn.grace_ms
  */
 export const SCHEDULED_BEFORE = `
 SELECT t.hot_shard AS shard, t.id, t.tenant_id,
-       (extract(epoch FROM t.run_at) * 1000)::float8 AS run_at_ms
+       ${sqlEpochMs("t.run_at")} AS run_at_ms
   FROM unnest($2::int[], $3::float8[], $4::uuid[]) AS c (shard, after_run_at_ms, after_id)
  CROSS JOIN LATERAL (
    SELECT s.hot_shard, s.id, s.tenant_id, s.run_at
@@ -88,7 +90,7 @@ SELECT t.hot_shard AS shard, t.id, t.tenant_id,
       AND s.hot_shard = c.shard
       AND s.run_at < $1::timestamptz
       AND (s.run_at, s.id) >
-          (coalesce(timestamptz 'epoch' + c.after_run_at_ms * interval '1 millisecond',
+          (coalesce(${sqlTimestamptz("c.after_run_at_ms")},
                     timestamptz '-infinity'),
            coalesce(c.after_id, '00000000-0000-0000-0000-000000000000'::uuid))
     ORDER BY s.run_at, s.id
@@ -114,7 +116,7 @@ WITH stale AS (
 UPDATE tasks t
    SET status = 'SCHEDULED',
        fencing_token = nextval('fencing_token_seq'),
-       updated_at = timestamptz 'epoch' + $2 * interval '1 millisecond'
+       updated_at = ${sqlTimestamptz("$2")}
   FROM stale s
  WHERE t.id = s.id AND t.run_at = s.run_at AND t.status = 'ARMED'
 RETURNING t.id`;

@@ -1,3 +1,4 @@
+import { sqlTimestamptz } from "../epoch-ms.js";
 import { TASK_COLUMNS } from "./task-columns.js";
 
 /**
@@ -19,8 +20,8 @@ WITH target AS (
 changed AS (
   UPDATE tasks t
      SET status = 'CANCELLED',
-         cancelled_at = timestamptz 'epoch' + $3 * interval '1 millisecond',
-         updated_at = timestamptz 'epoch' + $3 * interval '1 millisecond'
+         cancelled_at = ${sqlTimestamptz("$3")},
+         updated_at = ${sqlTimestamptz("$3")}
     FROM target
    WHERE t.id = target.target_id AND t.run_at = target.target_run_at
      AND t.status = ANY($5::text[])
@@ -28,7 +29,7 @@ changed AS (
 ),
 audited AS (
   INSERT INTO audit_log (tenant_id, api_key_id, action, task_ids, at)
-  SELECT $1, $4, 'task.cancel', ARRAY[changed.id], timestamptz 'epoch' + $3 * interval '1 millisecond'
+  SELECT $1, $4, 'task.cancel', ARRAY[changed.id], ${sqlTimestamptz("$3")}
     FROM changed
 )
 SELECT * FROM changed`;

@@ -14,14 +14,13 @@
  * (a retry to a later day), the waiter fails with SQLSTATE 40001 instead;
  * the adapter runs the statement again, which then answers "stale".
  */
+import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
 
-const ts = (param: string) => `timestamptz 'epoch' + (${param})::float8 * interval '1 millisecond'`;
-const msOf = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
 /** What a failure decision and its dead letter need. */
 export const FAILURE_COLUMNS = `
   id, tenant_id, type, payload::text AS payload_json, attempt, max_attempts,
   backoff_strategy, backoff_base_ms, backoff_max_ms, idempotency_key,
-  fencing_token::text AS fencing_token, lease_owner, ${msOf("run_at")} AS run_at_ms,
+  fencing_token::text AS fencing_token, lease_owner, ${sqlEpochMs("run_at")} AS run_at_ms,
   workflow_id`;
 
 /**
@@ -42,13 +41,13 @@ UPDATE tasks
    SET status = 'RUNNING',
        attempt = attempt + 1,
        lease_owner = $4,
-       lease_expires_at = ${ts("$5::float8 + $6::float8")},
-       started_at = ${ts("$5")},
-       updated_at = ${ts("$5")}
+       lease_expires_at = ${sqlTimestamptz("($5::float8 + $6::float8)")},
+       started_at = ${sqlTimestamptz("$5")},
+       updated_at = ${sqlTimestamptz("$5")}
  WHERE tenant_id = $1 AND id = $2 AND fencing_token = $3::bigint AND status = 'ARMED'
        ${runAtTest(withRunAt, "$7")}
-RETURNING attempt, max_attempts, timeout_ms, ${msOf("run_at")} AS run_at_ms,
-          ${msOf("lease_expires_at")} AS lease_expires_at_ms`;
+RETURNING attempt, max_attempts, timeout_ms, ${sqlEpochMs("run_at")} AS run_at_ms,
+          ${sqlEpochMs("lease_expires_at")} AS lease_expires_at_ms`;
 
 /**
  * heartbeat: $1 tenant_id, $2 id, $3 fencing_token, $4 worker_id, $5 now_ms,
@@ -57,11 +56,11 @@ RETURNING attempt, max_attempts, timeout_ms, ${msOf("run_at")} AS run_at_ms,
 export const heartbeatTask = (withRunAt: boolean) => `
 UPDATE tasks
    SET lease_owner = $4,
-       lease_expires_at = ${ts("$5::float8 + $6::float8")},
-       updated_at = ${ts("$5")}
+       lease_expires_at = ${sqlTimestamptz("($5::float8 + $6::float8)")},
+       updated_at = ${sqlTimestamptz("$5")}
  WHERE tenant_id = $1 AND id = $2 AND fencing_token = $3::bigint AND status = 'RUNNING'
        ${runAtTest(withRunAt, "$7")}
-RETURNING ${msOf("lease_expires_at")} AS lease_expires_at_ms`;
+RETURNING ${sqlEpochMs("lease_expires_at")} AS lease_expires_at_ms`;
 
 /**
  * complete: $1 tenant_id, $2 id, $3 fencing_token, $4 result jsonb text, $5 now_ms
@@ -73,11 +72,11 @@ UPDATE tasks
    SET status = 'COMPLETED',
        result = $4::jsonb,
        lease_expires_at = NULL,
-       completed_at = ${ts("$5")},
-       updated_at = ${ts("$5")}
+       completed_at = ${sqlTimestamptz("$5")},
+       updated_at = ${sqlTimestamptz("$5")}
  WHERE tenant_id = $1 AND id = $2 AND fencing_token = $3::bigint AND status = 'RUNNING'
        ${runAtTest(withRunAt, "$6")}
-RETURNING ${msOf("run_at")} AS run_at_ms, workflow_id`;
+RETURNING ${sqlEpochMs("run_at")} AS run_at_ms, workflow_id`;
 
 /**
  * lock-running: $1 tenant_id, $2 id, $3 fencing_token [, $4 run_at timestamptz] → the
@@ -99,7 +98,7 @@ SELECT ${FAILURE_COLUMNS}
 export const LOCK_EXPIRED = `
 SELECT ${FAILURE_COLUMNS}
   FROM tasks
- WHERE status = 'RUNNING' AND lease_expires_at < ${ts("$1")}
+ WHERE status = 'RUNNING' AND lease_expires_at < ${sqlTimestamptz("$1")}
  ORDER BY lease_expires_at
  LIMIT $2
    FOR UPDATE SKIP LOCKED`;
@@ -116,8 +115,8 @@ SELECT ${FAILURE_COLUMNS}
  */
 export const SETTLE_FAILURES = `
 WITH decided AS (
-  SELECT d.id, ${ts("d.run_at_ms")} AS run_at,
-         CASE WHEN d.next_ms IS NULL THEN NULL ELSE ${ts("d.next_ms")} END AS next_run_at,
+  SELECT d.id, ${sqlTimestamptz("d.run_at_ms")} AS run_at,
+         CASE WHEN d.next_ms IS NULL THEN NULL ELSE ${sqlTimestamptz("d.next_ms")} END AS next_run_at,
          d.last_error, d.attempt
     FROM unnest($1::uuid[], $2::float8[], $3::float8[], $4::jsonb[], $6::int[])
          AS d (id, run_at_ms, next_ms, last_error, attempt)
@@ -129,9 +128,9 @@ UPDATE tasks t
        attempt = d.attempt,
        last_error = d.last_error,
        lease_expires_at = NULL,
-       failed_at = ${ts("$5")},
-       dead_at = CASE WHEN d.next_run_at IS NULL THEN ${ts("$5")} ELSE NULL END,
-       updated_at = ${ts("$5")}
+       failed_at = ${sqlTimestamptz("$5")},
+       dead_at = CASE WHEN d.next_run_at IS NULL THEN ${sqlTimestamptz("$5")} ELSE NULL END,
+       updated_at = ${sqlTimestamptz("$5")}
   FROM decided d
  WHERE t.id = d.id AND t.run_at = d.run_at AND t.status = 'RUNNING'
 RETURNING t.id, t.status`;
@@ -145,8 +144,8 @@ export const INSERT_DEAD_LETTERS = `
 INSERT INTO dead_letters (id, tenant_id, task_id, type, payload, attempt, max_attempts,
                           fencing_token, error, reason, worker_id, run_at, dead_at)
 SELECT r.id, r.tenant_id, r.task_id, r.type, coalesce(r.payload, 'null'::jsonb), r.attempt,
-       r.max_attempts, r.fencing_token, r.error, r.reason, r.worker_id, ${ts("r.run_at_ms")},
-       ${ts("$2")}
+       r.max_attempts, r.fencing_token, r.error, r.reason, r.worker_id, ${sqlTimestamptz("r.run_at_ms")},
+       ${sqlTimestamptz("$2")}
   FROM jsonb_to_recordset($1::jsonb) AS r (id uuid, tenant_id uuid, task_id uuid, type text,
        payload jsonb, attempt integer, max_attempts integer, fencing_token bigint, error jsonb,
        reason text, worker_id text, run_at_ms float8)`;
@@ -157,7 +156,7 @@ SELECT r.id, r.tenant_id, r.task_id, r.type, coalesce(r.payload, 'null'::jsonb),
  */
 export const MOVE_IDEMPOTENCY_KEYS = `
 UPDATE idempotency_keys k
-   SET task_run_at = ${ts("m.run_at_ms")}
+   SET task_run_at = ${sqlTimestamptz("m.run_at_ms")}
   FROM unnest($1::uuid[], $2::text[], $3::float8[]) AS m (tenant_id, idempotency_key, run_at_ms)
  WHERE k.tenant_id = m.tenant_id AND k.idempotency_key = m.idempotency_key`;
 
@@ -166,7 +165,7 @@ export const TASK_STATUS = "SELECT status FROM tasks WHERE tenant_id = $1 AND id
 
 /** lock-task: $1 tenant_id, $2 id → status, run_at_ms, idempotency_key, workflow_id, locked (replay). */
 export const LOCK_TASK = `
-SELECT status, ${msOf("run_at")} AS run_at_ms, idempotency_key, workflow_id
+SELECT status, ${sqlEpochMs("run_at")} AS run_at_ms, idempotency_key, workflow_id
   FROM tasks WHERE tenant_id = $1 AND id = $2 FOR UPDATE`;
 
 /**
@@ -178,23 +177,23 @@ export const REPLAY_TASK = `
 WITH replayed AS (
   UPDATE tasks
      SET status = 'SCHEDULED',
-         run_at = ${ts("$4")},
+         run_at = ${sqlTimestamptz("$4")},
          fencing_token = nextval('fencing_token_seq'),
          lease_owner = NULL,
          lease_expires_at = NULL,
          dead_at = NULL,
-         updated_at = ${ts("$4")}
-   WHERE tenant_id = $1 AND id = $2 AND run_at = ${ts("$3")} AND status = 'DEAD'
+         updated_at = ${sqlTimestamptz("$4")}
+   WHERE tenant_id = $1 AND id = $2 AND run_at = ${sqlTimestamptz("$3")} AND status = 'DEAD'
   RETURNING id
 ),
 letters AS (
-  UPDATE dead_letters SET replayed_at = ${ts("$4")}
+  UPDATE dead_letters SET replayed_at = ${sqlTimestamptz("$4")}
    WHERE tenant_id = $1 AND task_id = $2 AND replayed_at IS NULL
      AND EXISTS (SELECT 1 FROM replayed)
 ),
 audited AS (
   INSERT INTO audit_log (tenant_id, api_key_id, action, task_ids, at)
-  SELECT $1, $5::uuid, 'task.replay', ARRAY[id], ${ts("$4")} FROM replayed
+  SELECT $1, $5::uuid, 'task.replay', ARRAY[id], ${sqlTimestamptz("$4")} FROM replayed
 )
 SELECT id FROM replayed`;
 
@@ -222,16 +221,16 @@ UPDATE tasks t
    SET status = 'RUNNING',
        attempt = t.attempt + 1,
        lease_owner = $5,
-       lease_expires_at = ${ts("r.now_ms + $7::float8")},
-       started_at = ${ts("r.now_ms")},
-       updated_at = ${ts("r.now_ms")}
+       lease_expires_at = ${sqlTimestamptz("(r.now_ms + $7::float8)")},
+       started_at = ${sqlTimestamptz("r.now_ms")},
+       updated_at = ${sqlTimestamptz("r.now_ms")}
   FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::float8[], $6::float8[])
        AS r (tenant_id, id, token, run_at_ms, now_ms)
  WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
-   AND ${statusIs("ARMED")} AND t.run_at = ${ts("r.run_at_ms")}
+   AND ${statusIs("ARMED")} AND t.run_at = ${sqlTimestamptz("r.run_at_ms")}
    AND t.run_at >= $8::timestamptz AND t.run_at <= $9::timestamptz
 RETURNING t.id, t.fencing_token::text AS token, t.attempt, t.max_attempts, t.timeout_ms,
-          ${msOf("t.run_at")} AS run_at_ms, ${msOf("t.lease_expires_at")} AS lease_expires_at_ms`;
+          ${sqlEpochMs("t.run_at")} AS run_at_ms, ${sqlEpochMs("t.lease_expires_at")} AS lease_expires_at_ms`;
 
 /**
  * complete-many: one fenced completion per row, in one statement.
@@ -246,14 +245,14 @@ UPDATE tasks t
    SET status = 'COMPLETED',
        result = r.result::jsonb,
        lease_expires_at = NULL,
-       completed_at = ${ts("r.now_ms")},
-       updated_at = ${ts("r.now_ms")}
+       completed_at = ${sqlTimestamptz("r.now_ms")},
+       updated_at = ${sqlTimestamptz("r.now_ms")}
   FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::float8[], $5::text[], $6::float8[])
        AS r (tenant_id, id, token, run_at_ms, result, now_ms)
  WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
-   AND ${statusIs("RUNNING")} AND t.run_at = ${ts("r.run_at_ms")}
+   AND ${statusIs("RUNNING")} AND t.run_at = ${sqlTimestamptz("r.run_at_ms")}
    AND t.run_at >= $7::timestamptz AND t.run_at <= $8::timestamptz${outsideWorkflows ? "\n   AND t.workflow_id IS NULL" : ""}
-RETURNING t.id, t.fencing_token::text AS token, ${msOf("t.run_at")} AS run_at_ms, t.workflow_id`;
+RETURNING t.id, t.fencing_token::text AS token, ${sqlEpochMs("t.run_at")} AS run_at_ms, t.workflow_id`;
 export const COMPLETE_MANY = completeMany(false);
 export const COMPLETE_MANY_OUTSIDE_WORKFLOWS = completeMany(true);
 
@@ -269,11 +268,11 @@ UPDATE tasks t
        fencing_token = nextval('fencing_token_seq'),
        last_error = d.last_error,
        lease_expires_at = NULL,
-       failed_at = ${ts("$4")},
-       cancelled_at = ${ts("$4")},
-       updated_at = ${ts("$4")}
+       failed_at = ${sqlTimestamptz("$4")},
+       cancelled_at = ${sqlTimestamptz("$4")},
+       updated_at = ${sqlTimestamptz("$4")}
   FROM unnest($1::uuid[], $2::float8[], $3::jsonb[]) AS d (id, run_at_ms, last_error)
- WHERE t.id = d.id AND t.run_at = ${ts("d.run_at_ms")} AND t.status = 'RUNNING'`;
+ WHERE t.id = d.id AND t.run_at = ${sqlTimestamptz("d.run_at_ms")} AND t.status = 'RUNNING'`;
 
 /**
  * lock-workflows: $1 ids uuid[] → each workflow's row, locked, in id order

@@ -1,3 +1,5 @@
+import { sqlTimestamptz } from "../epoch-ms.js";
+
 /**
  * insert-tasks: one group commit. The contract of cf_insert_tasks is in
  * migrations/000003_api_functions.sql (each row also carries hot_shard since
@@ -8,4 +10,4 @@
  */
 export const INSERT_TASKS = `
 SELECT ord, task_id, encode(request_hash, 'hex') AS request_hash
-  FROM cf_insert_tasks($1::jsonb, $2::uuid[], timestamptz 'epoch' + $3 * interval '1 millisecond')`;
+  FROM cf_insert_tasks($1::jsonb, $2::uuid[], ${sqlTimestamptz("$3")})`;

@@ -3,7 +3,7 @@
  * clock as epoch ms ($now_ms float8), never the server's now(), so a fake
  * clock drives the protocol and every node judges expiry by the time it sent.
  */
-const AT = (param: string) => `(timestamptz 'epoch' + ${param} * interval '1 millisecond')`;
+import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
 
 /**
  * acquire-lease: $1 name, $2 owner, $3 ttl_ms, $4 now_ms → 1 row (epoch) when
@@ -12,10 +12,10 @@ const AT = (param: string) => `(timestamptz 'epoch' + ${param} * interval '1 mil
  */
 export const ACQUIRE_LEASE = `
 INSERT INTO leases AS l (name, owner, epoch, expires_at)
-VALUES ($1, $2, 1, ${AT("($4::float8 + $3::float8)")})
+VALUES ($1, $2, 1, ${sqlTimestamptz("($4::float8 + $3::float8)")})
 ON CONFLICT (name) DO UPDATE
    SET owner = EXCLUDED.owner, epoch = l.epoch + 1, expires_at = EXCLUDED.expires_at
- WHERE l.expires_at <= ${AT("$4::float8")}
+ WHERE l.expires_at <= ${sqlTimestamptz("$4::float8")}
 RETURNING epoch::float8 AS epoch`;
 
 /**
@@ -26,11 +26,11 @@ RETURNING epoch::float8 AS epoch`;
  */
 export const ACQUIRE_LEASES = `
 INSERT INTO leases AS l (name, owner, epoch, expires_at)
-SELECT n.name, $2, 1, ${AT("($4::float8 + $3::float8)")}
+SELECT n.name, $2, 1, ${sqlTimestamptz("($4::float8 + $3::float8)")}
   FROM (SELECT DISTINCT unnest($1::text[]) AS name ORDER BY 1) AS n
 ON CONFLICT (name) DO UPDATE
    SET owner = EXCLUDED.owner, epoch = l.epoch + 1, expires_at = EXCLUDED.expires_at
- WHERE l.expires_at <= ${AT("$4::float8")}
+ WHERE l.expires_at <= ${sqlTimestamptz("$4::float8")}
 RETURNING name, epoch::float8 AS epoch`;
 
 /**
@@ -38,10 +38,10 @@ RETURNING name, epoch::float8 AS epoch`;
  * → the names renewed: those still held by owner, at that epoch, unexpired.
  */
 export const RENEW_LEASES = `
-UPDATE leases l SET expires_at = ${AT("($5::float8 + $4::float8)")}
+UPDATE leases l SET expires_at = ${sqlTimestamptz("($5::float8 + $4::float8)")}
   FROM unnest($2::text[], $3::bigint[]) AS h(name, epoch)
  WHERE l.name = h.name AND l.owner = $1 AND l.epoch = h.epoch
-   AND l.expires_at > ${AT("$5::float8")}
+   AND l.expires_at > ${sqlTimestamptz("$5::float8")}
 RETURNING l.name`;
 
 /**
@@ -64,12 +64,12 @@ RETURNING l.name`;
 export const DELETE_EXPIRED_MEMBERS = `
 DELETE FROM leases
  WHERE name = ANY($1::text[]) AND name LIKE 'node:%'
-   AND expires_at <= ${AT("$2::float8")}
+   AND expires_at <= ${sqlTimestamptz("$2::float8")}
 RETURNING name`;
 
 /** list-leases: $1 prefixes text[] → every lease whose name starts with one of them. */
 export const LIST_LEASES = `
 SELECT name, owner, epoch::float8 AS epoch,
-       (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at_ms
+       ${sqlEpochMs("expires_at")} AS expires_at_ms
   FROM leases
  WHERE name LIKE ANY (SELECT p || '%' FROM unnest($1::text[]) AS p)`;

@@ -3,15 +3,14 @@
  * All run inside withTenant, so row-level security scopes them as well as
  * their WHERE clauses. Times cross the wire as epoch ms (float8).
  */
-const ts = (param: string) => `timestamptz 'epoch' + ${param} * interval '1 millisecond'`;
-const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
+import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
 
 export const SCHEDULE_COLUMNS = `
   id, tenant_id, name, expression, time_zone, type, payload, priority, max_attempts, timeout_ms,
   backoff_strategy, backoff_base_ms, backoff_max_ms, misfire_policy, overlap_policy, jitter_ms,
-  expect_within_ms, paused, version::float8 AS version, ${ms("planned_through")} AS planned_through_ms,
-  ${ms("next_occurrence_at")} AS next_occurrence_ms, ${ms("created_at")} AS created_at_ms,
-  ${ms("updated_at")} AS updated_at_ms`;
+  expect_within_ms, paused, version::float8 AS version, ${sqlEpochMs("planned_through")} AS planned_through_ms,
+  ${sqlEpochMs("next_occurrence_at")} AS next_occurrence_ms, ${sqlEpochMs("created_at")} AS created_at_ms,
+  ${sqlEpochMs("updated_at")} AS updated_at_ms`;
 
 /**
  * $1 id, $2 tenant, $3 name, $4 expression, $5 time_zone, $6 type, $7 payload (json text),
@@ -26,7 +25,7 @@ INSERT INTO schedules (id, tenant_id, name, expression, time_zone, type, payload
                        plan_shard, planned_through, next_occurrence_at, version, created_at,
                        updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
-        ${ts("$20")}, ${ts("$21")}, 1, ${ts("$22")}, ${ts("$22")})
+        ${sqlTimestamptz("$20")}, ${sqlTimestamptz("$21")}, 1, ${sqlTimestamptz("$22")}, ${sqlTimestamptz("$22")})
 ON CONFLICT (tenant_id, name) DO NOTHING
 RETURNING ${SCHEDULE_COLUMNS}`;
 
@@ -43,8 +42,8 @@ SELECT ${SCHEDULE_COLUMNS} FROM schedules
 
 /** $1 schedule id, $2 limit → its latest occurrences (their tasks are read by TASK_STATES). */
 export const OCCURRENCE_HISTORY = `
-SELECT ${ms("scheduled_for")} AS scheduled_for_ms, outcome, catch_up, task_id,
-       ${ms("task_run_at")} AS run_at_ms
+SELECT ${sqlEpochMs("scheduled_for")} AS scheduled_for_ms, outcome, catch_up, task_id,
+       ${sqlEpochMs("task_run_at")} AS run_at_ms
   FROM schedule_occurrences
  WHERE schedule_id = $1
  ORDER BY scheduled_for DESC
@@ -52,10 +51,10 @@ SELECT ${ms("scheduled_for")} AS scheduled_for_ms, outcome, catch_up, task_id,
 
 /** $1 tenant, $2 schedule id, $3 after_ms (nullable: all) → its occurrences after that instant. */
 export const FUTURE_OCCURRENCES = `
-SELECT ${ms("scheduled_for")} AS scheduled_for_ms, task_id, ${ms("task_run_at")} AS run_at_ms
+SELECT ${sqlEpochMs("scheduled_for")} AS scheduled_for_ms, task_id, ${sqlEpochMs("task_run_at")} AS run_at_ms
   FROM schedule_occurrences
  WHERE tenant_id = $1 AND schedule_id = $2
-   AND ($3::float8 IS NULL OR scheduled_for > ${ts("$3::float8")})`;
+   AND ($3::float8 IS NULL OR scheduled_for > ${sqlTimestamptz("$3::float8")})`;
 
 /**
  * $1 task ids, $2 their run_at (timestamptz[], so the day partitions are
@@ -63,7 +62,7 @@ SELECT ${ms("scheduled_for")} AS scheduled_for_ms, task_id, ${ms("task_run_at")}
  */
 export const CANCEL_TASKS = `
 UPDATE tasks
-   SET status = 'CANCELLED', cancelled_at = ${ts("$3")}, updated_at = ${ts("$3")}
+   SET status = 'CANCELLED', cancelled_at = ${sqlTimestamptz("$3")}, updated_at = ${sqlTimestamptz("$3")}
  WHERE id = ANY($1::uuid[]) AND run_at = ANY($2::timestamptz[]) AND status = ANY($4::text[])
 RETURNING id`;
 
@@ -74,7 +73,7 @@ RETURNING id`;
 export const FORGET_OCCURRENCES = `
 DELETE FROM schedule_occurrences o
  USING unnest($2::float8[]) AS f (scheduled_for_ms)
- WHERE o.schedule_id = $1 AND o.scheduled_for = ${ts("f.scheduled_for_ms")}`;
+ WHERE o.schedule_id = $1 AND o.scheduled_for = ${sqlTimestamptz("f.scheduled_for_ms")}`;
 
 /** $1 tenant, $2 id, then the fields as in INSERT_SCHEDULE from $3 → the new row. */
 export const UPDATE_SCHEDULE = `
@@ -82,8 +81,8 @@ UPDATE schedules
    SET name = $3, expression = $4, time_zone = $5, type = $6, payload = $7::jsonb, priority = $8,
        max_attempts = $9, timeout_ms = $10, backoff_strategy = $11, backoff_base_ms = $12,
        backoff_max_ms = $13, misfire_policy = $14, overlap_policy = $15, jitter_ms = $16,
-       expect_within_ms = $17, paused = $18, planned_through = ${ts("$19")},
-       next_occurrence_at = ${ts("$20")}, updated_at = ${ts("$21")}, version = version + 1
+       expect_within_ms = $17, paused = $18, planned_through = ${sqlTimestamptz("$19")},
+       next_occurrence_at = ${sqlTimestamptz("$20")}, updated_at = ${sqlTimestamptz("$21")}, version = version + 1
  WHERE tenant_id = $1 AND id = $2
 RETURNING ${SCHEDULE_COLUMNS}`;
 
@@ -92,4 +91,4 @@ export const DELETE_SCHEDULE = "DELETE FROM schedules WHERE tenant_id = $1 AND i
 /** $1 tenant, $2 api key, $3 action, $4 task ids, $5 details jsonb, $6 now_ms. */
 export const AUDIT = `
 INSERT INTO audit_log (tenant_id, api_key_id, action, task_ids, details, at)
-VALUES ($1, $2, $3, $4::uuid[], $5::jsonb, ${ts("$6")})`;
+VALUES ($1, $2, $3, $4::uuid[], $5::jsonb, ${sqlTimestamptz("$6")})`;

@@ -2,10 +2,11 @@
  * SQL of the workflow store and releaser. The functions they call, with their
  * contracts, are in migrations/000007_workflows.sql.
  */
+import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
 
 /** $1 workflow jsonb, $2 nodes jsonb, $3 now_ms float8 → no rows. One statement, one commit. */
 export const INSERT_WORKFLOW = `
-SELECT cf_insert_workflow($1::jsonb, $2::jsonb, timestamptz 'epoch' + $3 * interval '1 millisecond')`;
+SELECT cf_insert_workflow($1::jsonb, $2::jsonb, ${sqlTimestamptz("$3")})`;
 
 /**
  * $1 task_id uuid, $2 run_at timestamptz, $3 now_ms float8
@@ -13,7 +14,7 @@ SELECT cf_insert_workflow($1::jsonb, $2::jsonb, timestamptz 'epoch' + $3 * inter
  */
 export const RELEASE_DEPENDENTS = `
 SELECT kind, task_id, tenant_id, run_at_ms, detail
-  FROM cf_release_dependents($1::uuid, $2::timestamptz, timestamptz 'epoch' + $3 * interval '1 millisecond')`;
+  FROM cf_release_dependents($1::uuid, $2::timestamptz, ${sqlTimestamptz("$3")})`;
 
 /**
  * $1 child task_id uuid → rows (parent_key, task_id, run_at) for each COMPLETED
@@ -36,9 +37,9 @@ SELECT id, result FROM tasks WHERE id = ANY($1::uuid[]) AND run_at = ANY($2::tim
 /** $1 tenant_id uuid, $2 workflow_id uuid → 0 or 1 row. */
 export const GET_WORKFLOW = `
 SELECT id, status, fail_fast, node_count, pending_nodes,
-       (extract(epoch FROM created_at) * 1000)::float8 AS created_at_ms,
-       (extract(epoch FROM updated_at) * 1000)::float8 AS updated_at_ms,
-       (extract(epoch FROM finished_at) * 1000)::float8 AS finished_at_ms
+       ${sqlEpochMs("created_at")} AS created_at_ms,
+       ${sqlEpochMs("updated_at")} AS updated_at_ms,
+       ${sqlEpochMs("finished_at")} AS finished_at_ms
   FROM workflows WHERE tenant_id = $1 AND id = $2`;
 
 /**
@@ -48,8 +49,8 @@ SELECT id, status, fail_fast, node_count, pending_nodes,
  */
 export const GET_WORKFLOW_NODES = `
 SELECT n.node_key, n.task_id, t.status, n.trigger_rule, t.attempt,
-       (extract(epoch FROM t.run_at) * 1000)::float8 AS run_at_ms,
-       (extract(epoch FROM coalesce(t.completed_at, t.dead_at, t.skipped_at, t.cancelled_at)) * 1000)::float8
+       ${sqlEpochMs("t.run_at")} AS run_at_ms,
+       ${sqlEpochMs("coalesce(t.completed_at, t.dead_at, t.skipped_at, t.cancelled_at)")}
          AS finished_at_ms,
        coalesce((SELECT array_agg(e.parent_key ORDER BY e.parent_key)
                    FROM workflow_edges e WHERE e.child_task_id = n.task_id), '{}') AS depends_on
@@ -61,7 +62,7 @@ SELECT n.node_key, n.task_id, t.status, n.trigger_rule, t.attempt,
 /** $1 tenant_id uuid, $2 workflow_id uuid, $3 now_ms float8, $4 api_key_id uuid → 1 row (outcome, cancelled_task_ids). */
 export const CANCEL_WORKFLOW = `
 SELECT outcome, cancelled_task_ids
-  FROM cf_cancel_workflow($1::uuid, $2::uuid, timestamptz 'epoch' + $3 * interval '1 millisecond', $4::uuid)`;
+  FROM cf_cancel_workflow($1::uuid, $2::uuid, ${sqlTimestamptz("$3")}, $4::uuid)`;
 
 /**
  * $1 task_id uuid → locks the row of the task's workflow, if it has one.
