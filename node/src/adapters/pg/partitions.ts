@@ -3,6 +3,7 @@
  * migrations/000002_partition_maintenance.sql). Dates are UTC days computed
  * from the caller's clock, so tests can drive retention with a fake clock.
  */
+import { utcDayOfMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import type { PgPool } from "./pool.js";
 
@@ -20,8 +21,6 @@ export interface MaintenanceReport {
   keptWithPendingTasks: string[];
 }
 
-const isoDay = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 10);
-
 export async function maintainTaskPartitions(
   pool: PgPool,
   plan: PartitionPlan,
@@ -29,8 +28,8 @@ export async function maintainTaskPartitions(
 ): Promise<MaintenanceReport> {
   // Two spare days: clocks differ between processes, and a task may be
   // accepted at the very end of the horizon just before midnight UTC.
-  const fromDay = isoDay(nowMs - plan.retentionDays * DAY_MS);
-  const toDay = isoDay(nowMs + plan.horizonMs + 2 * DAY_MS);
+  const fromDay = utcDayOfMs(nowMs - plan.retentionDays * DAY_MS);
+  const toDay = utcDayOfMs(nowMs + plan.horizonMs + 2 * DAY_MS);
   const dropBefore = fromDay;
   try {
     const created = await pool.query("SELECT cf_ensure_task_partitions($1::date, $2::date) AS n", [

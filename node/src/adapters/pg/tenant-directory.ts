@@ -6,6 +6,7 @@ import {
 } from "../../domain/retry-defaults.js";
 import { DEFAULT_TENANT_LIMITS, type Principal, type TenantLimits } from "../../domain/tenant.js";
 import type { CreatedTenant, TenantDirectory, TenantRecord } from "../../ports/tenant-directory.js";
+import { roundMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import { type PgPool, withTransaction } from "./pool.js";
 
@@ -177,7 +178,7 @@ function recordOf(row: any): TenantRecord {
     id: row.id,
     name: row.name,
     limits: limitsOf(row),
-    createdAtMs: Math.round(row.created_at_ms),
+    createdAtMs: roundMs(row.created_at_ms),
     activeKeys: row.active_keys,
   };
 }
