@@ -10,7 +10,7 @@ import type {
 import { isoOfMs, roundMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import type { PgPool } from "./pool.js";
-import { ARM_TASKS, REARM_STALE, SCHEDULED_BEFORE } from "./sql/arm-tasks.js";
+import { ARM_TASKS, REARM_STALE, SCHEDULED_BEFORE } from "./sql/dispatch.js";
 
 /** The dispatcher roles' view of Postgres: all tenants, as the login role. */
 export class PgDispatchStore implements DispatchStore {

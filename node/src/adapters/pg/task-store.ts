@@ -10,10 +10,7 @@ import type {
 import { roundMs, roundMsOrNull } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import { type PgPool, withTenant } from "./pool.js";
-import { CANCEL_TASK } from "./sql/cancel-task.js";
-import { GET_TASK } from "./sql/get-task.js";
-import { INSERT_TASKS } from "./sql/insert-tasks.js";
-import { LIST_TASKS } from "./sql/list-tasks.js";
+import { CANCEL_TASK, GET_TASK, INSERT_TASKS, LIST_TASKS } from "./sql/tasks.js";
 import { LOCK_WORKFLOW_OF_TASK } from "./sql/workflows.js";
 import { releaseDependents } from "./workflow-release.js";
 

@@ -34,7 +34,8 @@ const runAtTest = (withRunAt: boolean, param: string) =>
 
 /**
  * start: $1 tenant_id, $2 id, $3 fencing_token, $4 worker_id, $5 now_ms,
- * $6 lease_ms [, $7 run_at timestamptz] → 1 row if ARMED with this token (now RUNNING), else 0.
+ * $6 lease_ms [, $7 run_at timestamptz]. Locks: the task's row (UPDATE).
+ * → 1 row if ARMED with this token (now RUNNING), else 0.
  */
 export const startTask = (withRunAt: boolean) => `
 UPDATE tasks
@@ -51,7 +52,8 @@ RETURNING attempt, max_attempts, timeout_ms, ${sqlEpochMs("run_at")} AS run_at_m
 
 /**
  * heartbeat: $1 tenant_id, $2 id, $3 fencing_token, $4 worker_id, $5 now_ms,
- * $6 lease_ms [, $7 run_at timestamptz] → 1 row if RUNNING with this token, else 0.
+ * $6 lease_ms [, $7 run_at timestamptz]. Locks: the task's row (UPDATE).
+ * → 1 row if RUNNING with this token, else 0.
  */
 export const heartbeatTask = (withRunAt: boolean) => `
 UPDATE tasks
@@ -64,8 +66,8 @@ RETURNING ${sqlEpochMs("lease_expires_at")} AS lease_expires_at_ms`;
 
 /**
  * complete: $1 tenant_id, $2 id, $3 fencing_token, $4 result jsonb text, $5 now_ms
- * [, $6 run_at timestamptz] → 1 row (run_at_ms, workflow_id) if RUNNING with this
- * token (now COMPLETED), else 0.
+ * [, $6 run_at timestamptz]. Locks: the task's row (UPDATE).
+ * → 1 row (run_at_ms, workflow_id) if RUNNING with this token (now COMPLETED), else 0.
  */
 export const completeTask = (withRunAt: boolean) => `
 UPDATE tasks
@@ -79,9 +81,10 @@ UPDATE tasks
 RETURNING ${sqlEpochMs("run_at")} AS run_at_ms, workflow_id`;
 
 /**
- * lock-running: $1 tenant_id, $2 id, $3 fencing_token [, $4 run_at timestamptz] → the
- * retry state of a RUNNING task held with this token, locked until the end
- * of the transaction (the failure's decision is made in Node, domain/retry.ts).
+ * lock-running: $1 tenant_id, $2 id, $3 fencing_token [, $4 run_at timestamptz].
+ * Locks: the task's row, FOR UPDATE, to the end of the transaction (the
+ * failure's decision is made in Node, domain/retry.ts).
+ * → 1 row of FAILURE_COLUMNS if RUNNING held with this token, else 0.
  */
 export const lockRunningTask = (withRunAt: boolean) => `
 SELECT ${FAILURE_COLUMNS}
@@ -91,9 +94,10 @@ SELECT ${FAILURE_COLUMNS}
    FOR UPDATE`;
 
 /**
- * lock-expired: $1 now_ms, $2 limit → RUNNING tasks whose execution lease
- * expired before now, oldest first, locked; rows another transaction holds
- * (a worker committing right now) are skipped: it decides them.
+ * lock-expired: $1 now_ms, $2 limit.
+ * Locks: the rows, FOR UPDATE SKIP LOCKED: rows another transaction holds (a
+ * worker committing right now) are skipped, it decides them.
+ * → FAILURE_COLUMNS of RUNNING tasks whose execution lease expired before now, oldest first.
  */
 export const LOCK_EXPIRED = `
 SELECT ${FAILURE_COLUMNS}
@@ -107,8 +111,9 @@ SELECT ${FAILURE_COLUMNS}
  * settle-failures: applies decided failures to locked rows, in one statement.
  * $1 ids uuid[], $2 run_at_ms float8[] (current), $3 next_run_at_ms float8[]
  * (NULL: dead), $4 last_error jsonb[] , $5 now_ms, $6 attempt int[] (the
- * row's attempt, or one less for an attempt given back) → the rows changed,
- * with their new status. Every settled row gets a new fencing token, so nothing
+ * row's attempt, or one less for an attempt given back).
+ * Locks: the rows it updates (the caller's transaction holds them already).
+ * → the rows changed (id, status). Every settled row gets a new fencing token, so nothing
  * the failed attempt's holder sends afterwards can match. Retried rows may
  * move to a later day's partition (Postgres moves a row whose partition key
  * changes: delete from the old partition, insert into the new one).
@@ -138,7 +143,7 @@ RETURNING t.id, t.status`;
 /**
  * insert-dead-letters: $1 rows jsonb array of {id, tenant_id, task_id, type,
  * payload, attempt, max_attempts, fencing_token, error, reason, worker_id,
- * run_at_ms}, $2 now_ms.
+ * run_at_ms}, $2 now_ms. Locks: the new rows only. → no rows.
  */
 export const INSERT_DEAD_LETTERS = `
 INSERT INTO dead_letters (id, tenant_id, task_id, type, payload, attempt, max_attempts,
@@ -153,6 +158,7 @@ SELECT r.id, r.tenant_id, r.task_id, r.type, coalesce(r.payload, 'null'::jsonb),
 /**
  * move-idempotency-keys: $1 tenant_ids uuid[], $2 keys text[], $3 run_at_ms float8[]
  * — keeps idempotency_keys.task_run_at equal to the task's run_at after a move.
+ * Locks: the key rows it updates. → no rows.
  */
 export const MOVE_IDEMPOTENCY_KEYS = `
 UPDATE idempotency_keys k
@@ -160,18 +166,23 @@ UPDATE idempotency_keys k
   FROM unnest($1::uuid[], $2::text[], $3::float8[]) AS m (tenant_id, idempotency_key, run_at_ms)
  WHERE k.tenant_id = m.tenant_id AND k.idempotency_key = m.idempotency_key`;
 
-/** task-exists: $1 tenant_id, $2 id → the task's status (any partition), for stale vs not_found. */
+/** task-exists: $1 tenant_id, $2 id. Locks: nothing. → the task's status (any partition), for stale vs not_found. */
 export const TASK_STATUS = "SELECT status FROM tasks WHERE tenant_id = $1 AND id = $2";
 
-/** lock-task: $1 tenant_id, $2 id → status, run_at_ms, idempotency_key, workflow_id, locked (replay). */
+/**
+ * lock-task: $1 tenant_id, $2 id. Locks: the task's row, FOR UPDATE (replay).
+ * → 0 or 1 row (status, run_at_ms, idempotency_key, workflow_id).
+ */
 export const LOCK_TASK = `
 SELECT status, ${sqlEpochMs("run_at")} AS run_at_ms, idempotency_key, workflow_id
   FROM tasks WHERE tenant_id = $1 AND id = $2 FOR UPDATE`;
 
 /**
- * replay-task: $1 tenant_id, $2 id, $3 run_at_ms (current), $4 now_ms → 1 row
- * if DEAD (now SCHEDULED at now with a new token); its open dead letters are
- * marked replayed and an audit row ($5 api_key_id, may be NULL) is written.
+ * replay-task: $1 tenant_id, $2 id, $3 run_at_ms (current), $4 now_ms,
+ * $5 api_key_id (may be NULL). Locks: the task's row and its open dead
+ * letters (UPDATE; the caller holds the task already: LOCK_TASK).
+ * → 1 row (id) if DEAD (now SCHEDULED at now with a new token), else 0; its
+ *   open dead letters are marked replayed and an audit row is written.
  */
 export const REPLAY_TASK = `
 WITH replayed AS (
@@ -203,7 +214,7 @@ SELECT id FROM replayed`;
  * partition's statistics behind, it scanned every ARMED (or RUNNING) row of
  * the day and joined them with the batch, so a start of 128 rows took 20 ms
  * with 128 rows ARMED and grew with the backlog, where one primary-key probe
- * per row takes 4 ms (as arm-tasks.ts found for the arm).
+ * per row takes 4 ms (as dispatch.ts found for ARM_TASKS).
  */
 const statusIs = (status: "ARMED" | "RUNNING") =>
   `CASE t.status WHEN '${status}' THEN true ELSE false END`;
@@ -213,8 +224,10 @@ const statusIs = (status: "ARMED" | "RUNNING") =>
  * coalesced starts). $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[],
  * $4 run_at_ms float8[], $5 worker_id text, $6 now_ms float8[], $7 lease_ms
  * float8, $8 min run_at, $9 max run_at (timestamptz; lets the planner prune
- * partitions) → one row per task started, with its id and token. A task
- * named twice is updated once (the caller answers the second `stale`).
+ * partitions). Locks: the rows it updates.
+ * → one row per task started (id, token, attempt, max_attempts, timeout_ms,
+ *   run_at_ms, lease_expires_at_ms). A task named twice is updated once (the
+ *   caller answers the second `stale`).
  */
 export const START_MANY = `
 UPDATE tasks t
@@ -236,7 +249,8 @@ RETURNING t.id, t.fencing_token::text AS token, t.attempt, t.max_attempts, t.tim
  * complete-many: one fenced completion per row, in one statement.
  * $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[], $4 run_at_ms
  * float8[], $5 results text[] (JSON), $6 now_ms float8[], $7 min run_at,
- * $8 max run_at → one row (id, token, run_at_ms, workflow_id) per task completed.
+ * $8 max run_at. Locks: the rows it updates.
+ * → one row (id, token, run_at_ms, workflow_id) per task completed.
  * `outsideWorkflows`: only tasks of no workflow, which need no release in the
  * same transaction, so the statement may run on its own (autocommit).
  */
@@ -261,6 +275,7 @@ export const COMPLETE_MANY_OUTSIDE_WORKFLOWS = completeMany(true);
  * jsonb[], $4 now_ms — RUNNING tasks locked by this transaction whose
  * workflow already failed (fail_fast) or was cancelled: CANCELLED with a new
  * fencing token instead of being retried.
+ * Locks: the rows it updates (the caller's transaction holds them already). → no rows.
  */
 export const CANCEL_FAILED = `
 UPDATE tasks t
@@ -275,9 +290,10 @@ UPDATE tasks t
  WHERE t.id = d.id AND t.run_at = ${sqlTimestamptz("d.run_at_ms")} AND t.status = 'RUNNING'`;
 
 /**
- * lock-workflows: $1 ids uuid[] → each workflow's row, locked, in id order
- * (two transactions that each end tasks of several workflows take them in
- * the same order). `stopped`: a retry of one of its nodes must not run.
+ * lock-workflows: $1 ids uuid[] (sorted).
+ * Locks: each workflow's row, FOR UPDATE, in id order (two transactions that
+ * each end tasks of several workflows take them in the same order).
+ * → one row per workflow (id, stopped: a retry of one of its nodes must not run).
  */
 export const LOCK_WORKFLOWS = `
 SELECT id, status <> 'RUNNING' OR (fail_fast AND dead_nodes > 0) AS stopped

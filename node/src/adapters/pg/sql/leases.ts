@@ -6,9 +6,11 @@
 import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
 
 /**
- * acquire-lease: $1 name, $2 owner, $3 ttl_ms, $4 now_ms → 1 row (epoch) when
- * acquired, 0 rows when a live lease (anyone's, mine included) exists.
- * Every acquisition increments the epoch: it is the fencing token of the authority.
+ * acquire-lease: $1 name, $2 owner, $3 ttl_ms, $4 now_ms.
+ * Locks: the lease row (INSERT … ON CONFLICT DO UPDATE).
+ * → 1 row (epoch) when acquired, 0 rows when a live lease (anyone's, mine
+ *   included) exists. Every acquisition increments the epoch: it is the
+ *   fencing token of the authority.
  */
 export const ACQUIRE_LEASE = `
 INSERT INTO leases AS l (name, owner, epoch, expires_at)
@@ -19,10 +21,11 @@ ON CONFLICT (name) DO UPDATE
 RETURNING epoch::float8 AS epoch`;
 
 /**
- * acquire-leases: $1 names text[], $2 owner, $3 ttl_ms, $4 now_ms → (name, epoch)
- * of each one acquired, as acquire-lease does for one: a heartbeat takes all the
- * shards it wants in one round trip. Names are locked in sorted order, so two
- * nodes acquiring overlapping sets cannot deadlock.
+ * acquire-leases: $1 names text[], $2 owner, $3 ttl_ms, $4 now_ms.
+ * Locks: the lease rows, in sorted name order, so two nodes acquiring
+ * overlapping sets cannot deadlock.
+ * → (name, epoch) of each one acquired, as acquire-lease does for one: a
+ *   heartbeat takes all the shards it wants in one round trip.
  */
 export const ACQUIRE_LEASES = `
 INSERT INTO leases AS l (name, owner, epoch, expires_at)
@@ -34,7 +37,8 @@ ON CONFLICT (name) DO UPDATE
 RETURNING name, epoch::float8 AS epoch`;
 
 /**
- * renew-leases: $1 owner, $2 names text[], $3 epochs bigint[], $4 ttl_ms, $5 now_ms
+ * renew-leases: $1 owner, $2 names text[], $3 epochs bigint[], $4 ttl_ms, $5 now_ms.
+ * Locks: the rows it updates.
  * → the names renewed: those still held by owner, at that epoch, unexpired.
  */
 export const RENEW_LEASES = `
@@ -45,8 +49,9 @@ UPDATE leases l SET expires_at = ${sqlTimestamptz("($5::float8 + $4::float8)")}
 RETURNING l.name`;
 
 /**
- * release-leases: $1 owner, $2 names text[], $3 epochs bigint[] → the names
- * released. Expiry moves to the epoch (1970), so anyone may acquire at once.
+ * release-leases: $1 owner, $2 names text[], $3 epochs bigint[].
+ * Locks: the rows it updates.
+ * → the names released. Expiry moves to the epoch (1970), so anyone may acquire at once.
  */
 export const RELEASE_LEASES = `
 UPDATE leases l SET expires_at = timestamptz 'epoch'
@@ -55,11 +60,12 @@ UPDATE leases l SET expires_at = timestamptz 'epoch'
 RETURNING l.name`;
 
 /**
- * delete-expired-members: $1 names text[], $2 now_ms → the membership leases
- * (`node:...`) among them that had expired, deleted: nodes that stopped
- * without releasing would otherwise leave a row each forever. Only
- * membership rows: a shard or leader row keeps its epoch (the fencing token)
- * for good. One that renewed or was re-acquired meanwhile is unexpired and stays.
+ * delete-expired-members: $1 names text[], $2 now_ms. Locks: the rows it deletes.
+ * → the membership leases (`node:...`) among them that had expired, deleted:
+ *   nodes that stopped without releasing would otherwise leave a row each
+ *   forever. Only membership rows: a shard or leader row keeps its epoch (the
+ *   fencing token) for good. One that renewed or was re-acquired meanwhile is
+ *   unexpired and stays.
  */
 export const DELETE_EXPIRED_MEMBERS = `
 DELETE FROM leases
@@ -67,7 +73,10 @@ DELETE FROM leases
    AND expires_at <= ${sqlTimestamptz("$2::float8")}
 RETURNING name`;
 
-/** list-leases: $1 prefixes text[] → every lease whose name starts with one of them. */
+/**
+ * list-leases: $1 prefixes text[]. Locks: nothing.
+ * → every lease whose name starts with one of them (name, owner, epoch, expires_at_ms).
+ */
 export const LIST_LEASES = `
 SELECT name, owner, epoch::float8 AS epoch,
        ${sqlEpochMs("expires_at")} AS expires_at_ms

@@ -1,3 +1,7 @@
+/**
+ * The dispatcher's statements (PgDispatchStore), as the login role across
+ * tenants: the fenced arm, the pre-loader's sweep, the re-arm of stale tasks.
+ */
 import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
 
 /**
@@ -6,6 +10,7 @@ import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
  * $1 shards int[], $2 lease names text[], $3 owners text[], $4 epochs bigint[] (one per fence),
  * $5 now_ms float8, $6 ids uuid[], $7 run_at_ms float8[], $8 claim shards int[] (one per claim),
  * $9 min run_at, $10 max run_at (timestamptz)
+ * Locks: each fence's lease row FOR SHARE, and the task rows it arms.
  * → always at least one row: `fenced_shards` (the shards whose lease held) and,
  *   for each task armed, its envelope fields and shard (NULLs when none was armed).
  *
@@ -68,7 +73,8 @@ SELECT ARRAY(SELECT shard FROM fence) AS fenced_shards, a.*, tn.grace_ms
 
 /**
  * scheduled-before: $1 before timestamptz, $2 shards int[], and per shard its cursor:
- * $3 after_run_at_ms float8[], $4 after_id uuid[] (NULLs: from the start); $5 limit per shard
+ * $3 after_run_at_ms float8[], $4 after_id uuid[] (NULLs: from the start); $5 limit per shard.
+ * Locks: nothing.
  * → per shard, the next (at most `limit`) SCHEDULED tasks with run_at < before after its
  *   cursor, in (run_at, id) order, with the shard.
  *
@@ -98,11 +104,14 @@ SELECT t.hot_shard AS shard, t.id, t.tenant_id,
  ) t`;
 
 /**
- * rearm-stale: $1 stale_before timestamptz, $2 now_ms, $3 limit → count of tasks sent
- * back from ARMED to SCHEDULED: armed and due before stale_before (nobody
- * started them within the dispatch timeout). The new fencing token makes any
- * envelope already published for them stale; the next dispatcher arms them
- * again (another new token). Idempotent: a second run finds nothing.
+ * rearm-stale: $1 stale_before timestamptz, $2 now_ms float8, $3 limit.
+ * Locks: the stale rows, FOR UPDATE SKIP LOCKED (a row a worker is starting
+ * right now is left to it).
+ * → one row (id) per task sent back from ARMED to SCHEDULED: armed and due
+ *   before stale_before (nobody started them within the dispatch timeout).
+ * The new fencing token makes any envelope already published for them stale;
+ * the next dispatcher arms them again (another new token). Idempotent: a
+ * second run finds nothing.
  */
 export const REARM_STALE = `
 WITH stale AS (
