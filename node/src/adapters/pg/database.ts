@@ -1,4 +1,5 @@
 import pg from "pg";
+import { createDatabase, DATABASE_EXISTS } from "./sql/database.js";
 
 /**
  * Creates the database named in the URL if it does not exist (a local
@@ -13,13 +14,11 @@ export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url.toString() });
   await client.connect();
   try {
-    const exists = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+    const exists = await client.query(DATABASE_EXISTS, [name]);
     if (exists.rowCount !== 0) return false;
-    await client
-      .query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`)
-      .catch((error: { code?: string }) => {
-        if (error.code !== "42P04") throw error; // created concurrently: fine
-      });
+    await client.query(createDatabase(name)).catch((error: { code?: string }) => {
+      if (error.code !== "42P04") throw error; // created concurrently: fine
+    });
     return true;
   } finally {
     await client.end();

@@ -7,9 +7,10 @@ import type {
   ScheduledEntry,
   ShardCursor,
 } from "../../ports/dispatch-store.js";
+import { isoOfMs, roundMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import type { PgPool } from "./pool.js";
-import { ARM_TASKS, REARM_STALE, SCHEDULED_BEFORE } from "./sql/arm-tasks.js";
+import { ARM_TASKS, REARM_STALE, SCHEDULED_BEFORE } from "./sql/dispatch.js";
 
 /** The dispatcher roles' view of Postgres: all tenants, as the login role. */
 export class PgDispatchStore implements DispatchStore {
@@ -43,8 +44,8 @@ export class PgDispatchStore implements DispatchStore {
         ids,
         runAtsMs,
         shards,
-        isoOf(minMs),
-        isoOf(maxMs),
+        isoOfMs(minMs),
+        isoOfMs(maxMs),
       ]);
       rows = result.rows;
     } catch (error) {
@@ -76,7 +77,7 @@ export class PgDispatchStore implements DispatchStore {
     if (cursors.length === 0) return [];
     try {
       const result = await this.pool.query(SCHEDULED_BEFORE, [
-        isoOf(beforeMs),
+        isoOfMs(beforeMs),
         cursors.map((c) => c.shard),
         cursors.map((c) => c.after?.runAtMs ?? null),
         cursors.map((c) => c.after?.taskId ?? null),
@@ -85,7 +86,7 @@ export class PgDispatchStore implements DispatchStore {
       return result.rows.map((row) => ({
         taskId: row.id,
         tenantId: row.tenant_id,
-        runAtMs: Math.round(row.run_at_ms),
+        runAtMs: roundMs(row.run_at_ms),
         shard: row.shard,
       }));
     } catch (error) {
@@ -95,16 +96,13 @@ export class PgDispatchStore implements DispatchStore {
 
   async rearmStale(staleBeforeMs: number, nowMs: number, limit: number): Promise<number> {
     try {
-      const result = await this.pool.query(REARM_STALE, [isoOf(staleBeforeMs), nowMs, limit]);
+      const result = await this.pool.query(REARM_STALE, [isoOfMs(staleBeforeMs), nowMs, limit]);
       return result.rowCount ?? 0;
     } catch (error) {
       throw fromPgError(error, "re-arm stale tasks");
     }
   }
 }
-
-/** Exact to the millisecond, which is all a run_at holds (it comes from epoch ms). */
-const isoOf = (epochMs: number): string => new Date(epochMs).toISOString();
 
 interface ArmedRow {
   fenced_shards: number[];
@@ -130,7 +128,7 @@ function toArmedTask(row: ArmedRow): ArmedTask {
     type: row.type,
     payloadJson: row.payload_json,
     priority: row.priority,
-    runAtMs: Math.round(row.run_at_ms),
+    runAtMs: roundMs(row.run_at_ms),
     attempt: row.attempt,
     fencingToken: row.fencing_token,
     timeoutMs: row.timeout_ms,

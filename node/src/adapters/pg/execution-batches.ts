@@ -8,9 +8,9 @@
 import type { ExecutionRef } from "../../ports/execution-store.js";
 import type { DueEntry } from "../../ports/hot-tier.js";
 import { Coalescer, type Settled } from "./coalescer.js";
+import { isoOfMs } from "./epoch-ms.js";
 import { isDataException } from "./errors.js";
-import type { Queryable } from "./fenced-calls.js";
-import { type FencedCalls, isoOf } from "./fenced-calls.js";
+import type { FencedCalls, Queryable } from "./fenced-calls.js";
 import type { PgPool } from "./pool.js";
 import { releaseTerminal } from "./release-terminal.js";
 import { COMPLETE_MANY, COMPLETE_MANY_OUTSIDE_WORKFLOWS, START_MANY } from "./sql/execution.js";
@@ -174,7 +174,7 @@ function runAtBounds(refs: ReadonlyArray<{ runAtMs: number }>): [string, string]
     if (r.runAtMs < min) min = r.runAtMs;
     if (r.runAtMs > max) max = r.runAtMs;
   }
-  return [isoOf(min), isoOf(max)];
+  return [isoOfMs(min), isoOfMs(max)];
 }
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string): T[][] {

@@ -23,6 +23,7 @@ import type {
   ReplayOutcome,
   StartOutcome,
 } from "../../ports/execution-store.js";
+import { roundMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import { ExecutionBatches, type StartRow } from "./execution-batches.js";
 import {
@@ -119,9 +120,9 @@ export class PgExecutionStore implements ExecutionStore {
         execution: {
           attempt: row.attempt,
           maxAttempts: row.max_attempts,
-          runAtMs: Math.round(row.run_at_ms),
+          runAtMs: roundMs(row.run_at_ms),
           timeoutMs: row.timeout_ms,
-          leaseExpiresAtMs: Math.round(row.lease_expires_at_ms),
+          leaseExpiresAtMs: roundMs(row.lease_expires_at_ms),
         },
       };
     });
@@ -138,7 +139,7 @@ export class PgExecutionStore implements ExecutionStore {
       const result = await db.query(HEARTBEAT[withRunAt(ref)], withRunAtParam(ref, params));
       const row = result.rows[0];
       if (!row) return null;
-      return { kind: "extended" as const, leaseExpiresAtMs: Math.round(row.lease_expires_at_ms) };
+      return { kind: "extended" as const, leaseExpiresAtMs: roundMs(row.lease_expires_at_ms) };
     });
   }
 

@@ -7,6 +7,7 @@
  */
 import type pg from "pg";
 import type { ExecutionRef } from "../../ports/execution-store.js";
+import { isDateMs, isoOfMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import { type PgPool, withTenant, withTransaction } from "./pool.js";
 import { TASK_STATUS } from "./sql/execution.js";
@@ -38,7 +39,7 @@ export class FencedCalls {
     needsTransaction = false,
   ): Promise<T | Missing> {
     if (!UUID.test(ref.taskId) || !UUID.test(ref.tenantId)) return { kind: "not_found" };
-    const badRunAt = ref.runAtMs !== undefined && Number.isNaN(new Date(ref.runAtMs).getTime());
+    const badRunAt = ref.runAtMs !== undefined && !isDateMs(ref.runAtMs);
     if (!TOKEN.test(ref.fencingToken) || badRunAt) return this.staleOrMissing(ref, operation);
     const run = async (db: Queryable) => (await attempt(db)) ?? (await classify(db, ref));
     try {
@@ -96,10 +97,8 @@ async function classify(db: Queryable, ref: ExecutionRef): Promise<Missing> {
 export const hasRunAt = (ref: ExecutionRef): ref is ExecutionRef & { runAtMs: number } =>
   ref.runAtMs !== undefined;
 
-export const isoOf = (epochMs: number): string => new Date(epochMs).toISOString();
-
 /** Index of a statement's two forms (sql/execution.ts): without, or with, the run_at test. */
 export const withRunAt = (ref: ExecutionRef): 0 | 1 => (ref.runAtMs === undefined ? 0 : 1);
 
 export const withRunAtParam = (ref: ExecutionRef, params: unknown[]): unknown[] =>
-  ref.runAtMs === undefined ? params : [...params, isoOf(ref.runAtMs)];
+  ref.runAtMs === undefined ? params : [...params, isoOfMs(ref.runAtMs)];

@@ -1,4 +1,5 @@
 import type { HeldLease, LeaseRecord, LeaseStore } from "../../ports/lease-store.js";
+import { exactMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import type { PgPool } from "./pool.js";
 import {
@@ -90,7 +91,7 @@ export class PgLeaseStore implements LeaseStore {
         name: row.name,
         owner: row.owner,
         epoch: Number(row.epoch),
-        expiresAtMs: Number(row.expires_at_ms),
+        expiresAtMs: exactMs(row.expires_at_ms),
       }));
     } catch (error) {
       throw fromPgError(error, "list leases");

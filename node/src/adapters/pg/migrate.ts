@@ -12,6 +12,13 @@
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import pg from "pg";
+import {
+  CREATE_LEDGER,
+  INSERT_LEDGER_ROW,
+  LEDGER_HAS,
+  LOCK_MIGRATIONS,
+} from "./sql/migration-ledger.js";
+import { BEGIN, COMMIT, ROLLBACK } from "./sql/transactions.js";
 
 const LOCK_KEY = "chronofence.migrate";
 const FILE_PATTERN = /^(\d{6})_([a-z0-9_]+)\.sql$/;
@@ -66,27 +73,21 @@ export async function migrate(connectionString: string, directory: string): Prom
 
 async function applyOne(client: pg.Client, migration: MigrationFile): Promise<boolean> {
   const sql = await readFile(migration.file, "utf8");
-  await client.query("BEGIN");
+  await client.query(BEGIN);
   try {
-    await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [LOCK_KEY]);
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS cf_migrations (
-         id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    const done = await client.query("SELECT 1 FROM cf_migrations WHERE id = $1", [migration.id]);
+    await client.query(LOCK_MIGRATIONS, [LOCK_KEY]);
+    await client.query(CREATE_LEDGER);
+    const done = await client.query(LEDGER_HAS, [migration.id]);
     if (done.rowCount !== 0) {
-      await client.query("COMMIT");
+      await client.query(COMMIT);
       return false;
     }
-    await client.query("INSERT INTO cf_migrations (id, name) VALUES ($1, $2)", [
-      migration.id,
-      migration.name,
-    ]);
+    await client.query(INSERT_LEDGER_ROW, [migration.id, migration.name]);
     await client.query(sql);
-    await client.query("COMMIT");
+    await client.query(COMMIT);
     return true;
   } catch (error) {
-    await client.query("ROLLBACK").catch(() => undefined);
+    await client.query(ROLLBACK).catch(() => undefined);
     throw new Error(
       `migration ${migration.id}_${migration.name} failed: ${(error as Error).message}`,
       {

@@ -1,10 +1,12 @@
 /**
- * Partition maintenance for `tasks` (functions in
- * migrations/000002_partition_maintenance.sql). Dates are UTC days computed
+ * Partition maintenance for `tasks` (statements in sql/partitions.ts, functions
+ * in migrations/000002_partition_maintenance.sql). Dates are UTC days computed
  * from the caller's clock, so tests can drive retention with a fake clock.
  */
+import { utcDayOfMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import type { PgPool } from "./pool.js";
+import { DROP_TASK_PARTITIONS, ENSURE_TASK_PARTITIONS } from "./sql/partitions.js";
 
 const DAY_MS = 86_400_000;
 
@@ -20,8 +22,6 @@ export interface MaintenanceReport {
   keptWithPendingTasks: string[];
 }
 
-const isoDay = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 10);
-
 export async function maintainTaskPartitions(
   pool: PgPool,
   plan: PartitionPlan,
@@ -29,17 +29,12 @@ export async function maintainTaskPartitions(
 ): Promise<MaintenanceReport> {
   // Two spare days: clocks differ between processes, and a task may be
   // accepted at the very end of the horizon just before midnight UTC.
-  const fromDay = isoDay(nowMs - plan.retentionDays * DAY_MS);
-  const toDay = isoDay(nowMs + plan.horizonMs + 2 * DAY_MS);
+  const fromDay = utcDayOfMs(nowMs - plan.retentionDays * DAY_MS);
+  const toDay = utcDayOfMs(nowMs + plan.horizonMs + 2 * DAY_MS);
   const dropBefore = fromDay;
   try {
-    const created = await pool.query("SELECT cf_ensure_task_partitions($1::date, $2::date) AS n", [
-      fromDay,
-      toDay,
-    ]);
-    const dropped = await pool.query("SELECT * FROM cf_drop_task_partitions($1::date)", [
-      dropBefore,
-    ]);
+    const created = await pool.query(ENSURE_TASK_PARTITIONS, [fromDay, toDay]);
+    const dropped = await pool.query(DROP_TASK_PARTITIONS, [dropBefore]);
     const rows = dropped.rows as Array<{ partition: string; dropped: boolean }>;
     return {
       created: created.rows[0].n,

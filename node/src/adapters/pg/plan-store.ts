@@ -10,6 +10,7 @@ import {
   type PlanStore,
   StalePlanLeaseError,
 } from "../../ports/plan-store.js";
+import { dateOfMs, roundMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import { type PgPool, withTransaction } from "./pool.js";
 import {
@@ -58,7 +59,7 @@ export class PgPlanStore implements PlanStore {
         overlapPolicy: row.overlap_policy,
         jitterMs: row.jitter_ms,
         version: row.version,
-        plannedThroughMs: Math.round(row.planned_through_ms),
+        plannedThroughMs: roundMs(row.planned_through_ms),
         planShard: row.plan_shard,
         previousInProgress: false,
         buffered: false,
@@ -141,7 +142,7 @@ export class PgPlanStore implements PlanStore {
     const buffered = (await this.pool.query(BUFFERED_OCCURRENCES, [ids])).rows.map((row) => ({
       scheduleId: row.schedule_id as string,
       taskId: row.task_id as string,
-      runAtMs: Math.round(row.run_at_ms),
+      runAtMs: roundMs(row.run_at_ms),
     }));
     const states = await taskStates(this.pool, [...previous.values(), ...buffered]);
     for (const schedule of schedules) {
@@ -181,7 +182,7 @@ async function releaseIn(
     scheduleId: row.schedule_id as string,
     scheduledForMs: row.scheduled_for_ms as number,
     taskId: row.task_id as string,
-    runAtMs: Math.round(row.run_at_ms),
+    runAtMs: roundMs(row.run_at_ms),
   }));
   if (candidates.length === 0) return [];
   const previous = await previousRuns(
@@ -200,7 +201,7 @@ async function releaseIn(
   const moved = (
     await client.query(RELEASE_TASKS, [
       waiting.map((c) => c.taskId),
-      waiting.map((c) => new Date(c.runAtMs)),
+      waiting.map((c) => dateOfMs(c.runAtMs)),
       nowMs,
     ])
   ).rows.map(toDueEntry);
@@ -223,7 +224,7 @@ async function previousRuns(
   return new Map(
     rows.map((row) => [
       row.schedule_id as string,
-      { taskId: row.task_id as string, runAtMs: Math.round(row.run_at_ms) },
+      { taskId: row.task_id as string, runAtMs: roundMs(row.run_at_ms) },
     ]),
   );
 }
@@ -235,7 +236,7 @@ async function taskStates(
   if (refs.length === 0) return new Map();
   const result = await db.query(TASK_STATES, [
     refs.map((r) => r.taskId),
-    refs.map((r) => new Date(r.runAtMs)),
+    refs.map((r) => dateOfMs(r.runAtMs)),
   ]);
   return new Map(
     result.rows.map((row) => [row.id as string, { status: row.status, attempt: row.attempt }]),
@@ -250,5 +251,5 @@ const toDueEntry = (row: {
 }): DueEntry => ({
   taskId: (row.task_id ?? row.id)!,
   tenantId: row.tenant_id,
-  runAtMs: Math.round(row.run_at_ms),
+  runAtMs: roundMs(row.run_at_ms),
 });

@@ -1,4 +1,5 @@
 import pg from "pg";
+import { BEGIN, beginForTenant, COMMIT, ROLLBACK } from "./sql/transactions.js";
 
 export interface PgPoolOptions {
   connectionString: string;
@@ -41,29 +42,24 @@ export function withTenant<T>(
   tenantId: string,
   fn: (client: pg.PoolClient) => Promise<T>,
 ): Promise<T> {
-  // One round trip for both; the id is a validated UUID, safe to inline.
-  return withTransaction(
-    pool,
-    fn,
-    `BEGIN; SELECT set_config('app.tenant_id', ${pg.escapeLiteral(tenantId)}, true)`,
-  );
+  return withTransaction(pool, fn, beginForTenant(tenantId));
 }
 
 /** Runs `fn` in a transaction on one client: committed if it resolves, rolled back if it throws. */
 export async function withTransaction<T>(
   pool: PgPool,
   fn: (client: pg.PoolClient) => Promise<T>,
-  begin = "BEGIN",
+  begin = BEGIN,
 ): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query(begin);
     const result = await fn(client);
-    await client.query("COMMIT");
+    await client.query(COMMIT);
     client.release();
     return result;
   } catch (error) {
-    await client.query("ROLLBACK").catch(() => undefined);
+    await client.query(ROLLBACK).catch(() => undefined);
     // A client in an unknown state is destroyed, not reused.
     client.release(error instanceof Error ? error : true);
     throw error;

@@ -5,6 +5,7 @@
  * that same transaction.
  */
 import type { DueEntry } from "../../ports/hot-tier.js";
+import { roundMs } from "./epoch-ms.js";
 import type { Queryable } from "./fenced-calls.js";
 import { LOCK_WORKFLOWS } from "./sql/execution.js";
 import { releaseDependents } from "./workflow-release.js";
@@ -52,7 +53,7 @@ export async function releaseLocked(
   const released = new Map<string, DueEntry[]>();
   for (const row of rows) {
     if (row.workflow_id === null) continue;
-    const runAtMs = Math.round(row.run_at_ms);
+    const runAtMs = roundMs(row.run_at_ms);
     const outcome = await releaseDependents(db, { taskId: row.id, runAtMs }, nowMs);
     released.set(row.id, outcome.released);
   }

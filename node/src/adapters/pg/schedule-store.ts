@@ -8,6 +8,7 @@ import type {
   ScheduleStore,
   ScheduleUpdated,
 } from "../../ports/schedule-store.js";
+import { dateOfMs, roundMs, roundMsOrNull } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import { type PgPool, withTenant } from "./pool.js";
 import { TASK_STATES } from "./sql/plan.js";
@@ -67,15 +68,15 @@ export class PgScheduleStore implements ScheduleStore {
       const withTask = rows.filter((row) => row.task_id !== null);
       const states = await client.query(TASK_STATES, [
         withTask.map((row) => row.task_id),
-        withTask.map((row) => new Date(Math.round(row.run_at_ms))),
+        withTask.map((row) => dateOfMs(roundMs(row.run_at_ms))),
       ]);
       const stateOf = new Map(states.rows.map((row) => [row.id as string, row]));
       return rows.map((row) => ({
-        scheduledForMs: Math.round(row.scheduled_for_ms),
+        scheduledForMs: roundMs(row.scheduled_for_ms),
         outcome: row.outcome,
         catchUp: row.catch_up,
         taskId: row.task_id,
-        runAtMs: row.run_at_ms === null ? null : Math.round(row.run_at_ms),
+        runAtMs: roundMsOrNull(row.run_at_ms),
         status: stateOf.get(row.task_id)?.status ?? null,
         attempt: stateOf.get(row.task_id)?.attempt ?? null,
       }));
@@ -158,7 +159,7 @@ async function cancelFuture(
   const withTask = future.filter((row) => row.task_id !== null);
   const cancelled = await client.query(CANCEL_TASKS, [
     withTask.map((row) => row.task_id),
-    withTask.map((row) => new Date(Math.round(row.run_at_ms))),
+    withTask.map((row) => dateOfMs(roundMs(row.run_at_ms))),
     nowMs,
     CANCELLABLE_STATUSES,
   ]);
@@ -253,9 +254,9 @@ function toSchedule(row: ScheduleRow): Schedule {
     expectWithinMs: row.expect_within_ms,
     paused: row.paused,
     version: row.version,
-    plannedThroughMs: Math.round(row.planned_through_ms),
-    nextOccurrenceMs: row.next_occurrence_ms === null ? null : Math.round(row.next_occurrence_ms),
-    createdAtMs: Math.round(row.created_at_ms),
-    updatedAtMs: Math.round(row.updated_at_ms),
+    plannedThroughMs: roundMs(row.planned_through_ms),
+    nextOccurrenceMs: roundMsOrNull(row.next_occurrence_ms),
+    createdAtMs: roundMs(row.created_at_ms),
+    updatedAtMs: roundMs(row.updated_at_ms),
   };
 }

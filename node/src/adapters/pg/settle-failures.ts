@@ -7,6 +7,7 @@
 import type { FailureDecision, RetryState } from "../../domain/retry.js";
 import type { BackoffStrategy } from "../../domain/task.js";
 import type { ExecutionFailure, FailOutcome } from "../../ports/execution-store.js";
+import { isoOfMs } from "./epoch-ms.js";
 import type { Queryable } from "./fenced-calls.js";
 import { lockWorkflows, releaseLocked, type TerminalRow } from "./release-terminal.js";
 import {
@@ -156,7 +157,7 @@ function lastErrorJson(row: FailureRow, failure: ExecutionFailure, nowMs: number
     attempt: row.attempt,
     fencing_token: row.fencing_token,
     worker_id: row.lease_owner,
-    at: new Date(nowMs).toISOString(),
+    at: isoOfMs(nowMs),
   });
 }
 

@@ -7,12 +7,10 @@ import type {
   TaskFilter,
   TaskStore,
 } from "../../ports/task-store.js";
+import { roundMs, roundMsOrNull } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import { type PgPool, withTenant } from "./pool.js";
-import { CANCEL_TASK } from "./sql/cancel-task.js";
-import { GET_TASK } from "./sql/get-task.js";
-import { INSERT_TASKS } from "./sql/insert-tasks.js";
-import { LIST_TASKS } from "./sql/list-tasks.js";
+import { CANCEL_TASK, GET_TASK, INSERT_TASKS, LIST_TASKS } from "./sql/tasks.js";
 import { LOCK_WORKFLOW_OF_TASK } from "./sql/workflows.js";
 import { releaseDependents } from "./workflow-release.js";
 
@@ -155,7 +153,7 @@ function toTask(row: TaskRow): Task {
     payload: row.payload,
     priority: row.priority,
     status: row.status,
-    runAtMs: Math.round(row.run_at_ms),
+    runAtMs: roundMs(row.run_at_ms),
     attempt: row.attempt,
     maxAttempts: row.max_attempts,
     timeoutMs: row.timeout_ms,
@@ -170,9 +168,9 @@ function toTask(row: TaskRow): Task {
     lastError: row.last_error,
     workflowId: row.workflow_id,
     scheduleId: row.schedule_id,
-    createdAtMs: Math.round(row.created_at_ms),
-    updatedAtMs: Math.round(row.updated_at_ms),
-    cancelledAtMs: row.cancelled_at_ms === null ? null : Math.round(row.cancelled_at_ms),
-    finishedAtMs: row.finished_at_ms === null ? null : Math.round(row.finished_at_ms),
+    createdAtMs: roundMs(row.created_at_ms),
+    updatedAtMs: roundMs(row.updated_at_ms),
+    cancelledAtMs: roundMsOrNull(row.cancelled_at_ms),
+    finishedAtMs: roundMsOrNull(row.finished_at_ms),
   };
 }

@@ -6,8 +6,20 @@ import {
 } from "../../domain/retry-defaults.js";
 import { DEFAULT_TENANT_LIMITS, type Principal, type TenantLimits } from "../../domain/tenant.js";
 import type { CreatedTenant, TenantDirectory, TenantRecord } from "../../ports/tenant-directory.js";
+import { roundMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import { type PgPool, withTransaction } from "./pool.js";
+import {
+  AUDIT_TENANT_CREATE,
+  AUDIT_TENANT_UPDATE,
+  AUTHENTICATE,
+  INSERT_API_KEY,
+  INSERT_TENANT,
+  LIST_TENANTS,
+  LOCK_TENANT_BY_NAME,
+  REVOKE_API_KEY,
+  UPDATE_TENANT_LIMITS,
+} from "./sql/tenants.js";
 
 /** API keys look like `cfk_<43 base64url chars>`: 256 random bits. */
 export function generateApiKey(): string {
@@ -31,9 +43,7 @@ export class PgTenantDirectory implements TenantDirectory {
 
   async authenticate(apiKeyHash: Uint8Array): Promise<Principal | null> {
     try {
-      const result = await this.pool.query("SELECT * FROM cf_authenticate($1)", [
-        Buffer.from(apiKeyHash),
-      ]);
+      const result = await this.pool.query(AUTHENTICATE, [Buffer.from(apiKeyHash)]);
       const row = result.rows[0];
       if (!row) return null;
       return { tenantId: row.tenant_id, apiKeyId: row.api_key_id, limits: limitsOf(row) };
@@ -51,34 +61,29 @@ export class PgTenantDirectory implements TenantDirectory {
     const apiKey = generateApiKey();
     try {
       return await withTransaction(this.pool, async (client) => {
-        await client.query(
-          `INSERT INTO tenants (id, name, rate_per_s, burst, max_payload_bytes, grace_ms,
-                              default_max_attempts, default_backoff_base_ms,
-                              default_backoff_max_ms, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10 / 1000.0))`,
-          [
-            tenantId,
-            name,
-            full.ratePerS,
-            full.burst,
-            full.maxPayloadBytes,
-            full.graceMs,
-            retry.maxAttempts ?? null,
-            retry.backoffBaseMs ?? null,
-            retry.backoffMaxMs ?? null,
-            nowMs,
-          ],
-        );
-        await client.query(
-          `INSERT INTO api_keys (id, tenant_id, key_hash, created_at)
-         VALUES ($1, $2, $3, to_timestamp($4 / 1000.0))`,
-          [apiKeyId, tenantId, Buffer.from(hashApiKey(apiKey)), nowMs],
-        );
-        await client.query(
-          `INSERT INTO audit_log (tenant_id, api_key_id, action, details, at)
-         VALUES ($1, NULL, 'tenant.create', $2, to_timestamp($3 / 1000.0))`,
-          [tenantId, JSON.stringify({ name, api_key_id: apiKeyId }), nowMs],
-        );
+        await client.query(INSERT_TENANT, [
+          tenantId,
+          name,
+          full.ratePerS,
+          full.burst,
+          full.maxPayloadBytes,
+          full.graceMs,
+          retry.maxAttempts ?? null,
+          retry.backoffBaseMs ?? null,
+          retry.backoffMaxMs ?? null,
+          nowMs,
+        ]);
+        await client.query(INSERT_API_KEY, [
+          apiKeyId,
+          tenantId,
+          Buffer.from(hashApiKey(apiKey)),
+          nowMs,
+        ]);
+        await client.query(AUDIT_TENANT_CREATE, [
+          tenantId,
+          JSON.stringify({ name, api_key_id: apiKeyId }),
+          nowMs,
+        ]);
         const tenant = { id: tenantId, name, limits: full, createdAtMs: nowMs, activeKeys: 1 };
         return { tenant, apiKeyId, apiKey };
       });
@@ -97,9 +102,7 @@ export class PgTenantDirectory implements TenantDirectory {
   ): Promise<TenantRecord | null> {
     try {
       return await withTransaction(this.pool, async (client) => {
-        const found = await client.query(`${TENANT_RECORDS} WHERE t.name = $1 FOR UPDATE OF t`, [
-          name,
-        ]);
+        const found = await client.query(LOCK_TENANT_BY_NAME, [name]);
         if (found.rowCount === 0) return null;
         const current = recordOf(found.rows[0]);
         const limits: TenantLimits = {
@@ -109,26 +112,21 @@ export class PgTenantDirectory implements TenantDirectory {
         };
         checkRetryDefaults(limits);
         const retry = limits.retryDefaults;
-        await client.query(
-          `UPDATE tenants SET rate_per_s = $2, burst = $3, max_payload_bytes = $4, grace_ms = $5,
-                  default_max_attempts = $6, default_backoff_base_ms = $7, default_backoff_max_ms = $8
-            WHERE id = $1`,
-          [
-            current.id,
-            limits.ratePerS,
-            limits.burst,
-            limits.maxPayloadBytes,
-            limits.graceMs,
-            retry.maxAttempts ?? null,
-            retry.backoffBaseMs ?? null,
-            retry.backoffMaxMs ?? null,
-          ],
-        );
-        await client.query(
-          `INSERT INTO audit_log (tenant_id, api_key_id, action, details, at)
-           VALUES ($1, NULL, 'tenant.update', $2, to_timestamp($3 / 1000.0))`,
-          [current.id, JSON.stringify({ from: current.limits, to: limits }), nowMs],
-        );
+        await client.query(UPDATE_TENANT_LIMITS, [
+          current.id,
+          limits.ratePerS,
+          limits.burst,
+          limits.maxPayloadBytes,
+          limits.graceMs,
+          retry.maxAttempts ?? null,
+          retry.backoffBaseMs ?? null,
+          retry.backoffMaxMs ?? null,
+        ]);
+        await client.query(AUDIT_TENANT_UPDATE, [
+          current.id,
+          JSON.stringify({ from: current.limits, to: limits }),
+          nowMs,
+        ]);
         return { ...current, limits };
       });
     } catch (error) {
@@ -139,7 +137,7 @@ export class PgTenantDirectory implements TenantDirectory {
 
   async list(): Promise<TenantRecord[]> {
     try {
-      const result = await this.pool.query(`${TENANT_RECORDS} ORDER BY t.name`);
+      const result = await this.pool.query(LIST_TENANTS);
       return result.rows.map(recordOf);
     } catch (error) {
       throw fromPgError(error, "list tenants");
@@ -148,15 +146,7 @@ export class PgTenantDirectory implements TenantDirectory {
 
   async revokeKey(apiKeyId: string, nowMs: number): Promise<boolean> {
     try {
-      const result = await this.pool.query(
-        `WITH revoked AS (
-           UPDATE api_keys SET revoked_at = to_timestamp($2 / 1000.0)
-            WHERE id = $1 AND revoked_at IS NULL RETURNING id, tenant_id)
-         INSERT INTO audit_log (tenant_id, api_key_id, action, at)
-         SELECT tenant_id, id, 'api_key.revoke', to_timestamp($2 / 1000.0) FROM revoked
-         RETURNING id`,
-        [apiKeyId, nowMs],
-      );
+      const result = await this.pool.query(REVOKE_API_KEY, [apiKeyId, nowMs]);
       return result.rowCount === 1;
     } catch (error) {
       throw fromPgError(error, "revoke key");
@@ -164,20 +154,13 @@ export class PgTenantDirectory implements TenantDirectory {
   }
 }
 
-/** Tenants with what TenantRecord needs; a caller appends WHERE / ORDER BY. */
-const TENANT_RECORDS = `
-SELECT t.*, (extract(epoch FROM t.created_at) * 1000)::float8 AS created_at_ms,
-       (SELECT count(*) FROM api_keys k WHERE k.tenant_id = t.id AND k.revoked_at IS NULL)::int
-         AS active_keys
-  FROM tenants t`;
-
-// biome-ignore lint/suspicious/noExplicitAny: a row of TENANT_RECORDS, read field by field
+// biome-ignore lint/suspicious/noExplicitAny: a row of sql/tenants.ts TENANT_RECORDS, read field by field
 function recordOf(row: any): TenantRecord {
   return {
     id: row.id,
     name: row.name,
     limits: limitsOf(row),
-    createdAtMs: Math.round(row.created_at_ms),
+    createdAtMs: roundMs(row.created_at_ms),
     activeKeys: row.active_keys,
   };
 }

@@ -21,6 +21,7 @@
 import type pg from "pg";
 import type { WorkflowStatus } from "../../domain/workflow-run.js";
 import type { DueEntry } from "../../ports/hot-tier.js";
+import { isoOfMs, roundMs } from "./epoch-ms.js";
 import { COMPLETED_PARENTS, RELEASE_DEPENDENTS, TASK_RESULTS } from "./sql/workflows.js";
 
 /** A pg connection: a Client or a pool's client, inside a transaction. */
@@ -58,13 +59,13 @@ export async function releaseDependents(
 ): Promise<ReleaseOutcome> {
   const result = await client.query<ReleaseRow>(RELEASE_DEPENDENTS, [
     task.taskId,
-    new Date(task.runAtMs).toISOString(),
+    isoOfMs(task.runAtMs),
     nowMs,
   ]);
   const outcome: ReleaseOutcome = { released: [], skipped: [], cancelled: [], finished: null };
   for (const row of result.rows) {
     if (row.kind === "released") {
-      const runAtMs = Math.round(row.run_at_ms!);
+      const runAtMs = roundMs(row.run_at_ms!);
       outcome.released.push({ tenantId: row.tenant_id, taskId: row.task_id, runAtMs });
     } else if (row.kind === "skipped") outcome.skipped.push(row.task_id);
     else if (row.kind === "cancelled") outcome.cancelled.push(row.task_id);

@@ -5,6 +5,7 @@ import type {
   WorkflowStore,
   WorkflowView,
 } from "../../ports/workflow-store.js";
+import { roundMs, roundMsOrNull } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import { type PgPool, withTenant } from "./pool.js";
 import {
@@ -52,9 +53,9 @@ export class PgWorkflowStore implements WorkflowStore {
           failFast: row.fail_fast,
           nodeCount: row.node_count,
           pendingNodes: row.pending_nodes,
-          createdAtMs: Math.round(row.created_at_ms),
-          updatedAtMs: Math.round(row.updated_at_ms),
-          finishedAtMs: row.finished_at_ms === null ? null : Math.round(row.finished_at_ms),
+          createdAtMs: roundMs(row.created_at_ms),
+          updatedAtMs: roundMs(row.updated_at_ms),
+          finishedAtMs: roundMsOrNull(row.finished_at_ms),
           nodes: nodes.rows.map(toNodeView),
         };
       });
@@ -115,7 +116,7 @@ function toNodeView(row: NodeRow): WorkflowNodeView {
     triggerRule: row.trigger_rule,
     dependsOn: row.depends_on,
     attempt: row.attempt,
-    runAtMs: Math.round(row.run_at_ms),
-    finishedAtMs: row.finished_at_ms === null ? null : Math.round(row.finished_at_ms),
+    runAtMs: roundMs(row.run_at_ms),
+    finishedAtMs: roundMsOrNull(row.finished_at_ms),
   };
 }

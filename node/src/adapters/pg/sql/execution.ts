@@ -14,14 +14,13 @@
  * (a retry to a later day), the waiter fails with SQLSTATE 40001 instead;
  * the adapter runs the statement again, which then answers "stale".
  */
+import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
 
-const ts = (param: string) => `timestamptz 'epoch' + (${param})::float8 * interval '1 millisecond'`;
-const msOf = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
 /** What a failure decision and its dead letter need. */
 export const FAILURE_COLUMNS = `
   id, tenant_id, type, payload::text AS payload_json, attempt, max_attempts,
   backoff_strategy, backoff_base_ms, backoff_max_ms, idempotency_key,
-  fencing_token::text AS fencing_token, lease_owner, ${msOf("run_at")} AS run_at_ms,
+  fencing_token::text AS fencing_token, lease_owner, ${sqlEpochMs("run_at")} AS run_at_ms,
   workflow_id`;
 
 /**
@@ -35,54 +34,57 @@ const runAtTest = (withRunAt: boolean, param: string) =>
 
 /**
  * start: $1 tenant_id, $2 id, $3 fencing_token, $4 worker_id, $5 now_ms,
- * $6 lease_ms [, $7 run_at timestamptz] → 1 row if ARMED with this token (now RUNNING), else 0.
+ * $6 lease_ms [, $7 run_at timestamptz]. Locks: the task's row (UPDATE).
+ * → 1 row if ARMED with this token (now RUNNING), else 0.
  */
 export const startTask = (withRunAt: boolean) => `
 UPDATE tasks
    SET status = 'RUNNING',
        attempt = attempt + 1,
        lease_owner = $4,
-       lease_expires_at = ${ts("$5::float8 + $6::float8")},
-       started_at = ${ts("$5")},
-       updated_at = ${ts("$5")}
+       lease_expires_at = ${sqlTimestamptz("($5::float8 + $6::float8)")},
+       started_at = ${sqlTimestamptz("$5")},
+       updated_at = ${sqlTimestamptz("$5")}
  WHERE tenant_id = $1 AND id = $2 AND fencing_token = $3::bigint AND status = 'ARMED'
        ${runAtTest(withRunAt, "$7")}
-RETURNING attempt, max_attempts, timeout_ms, ${msOf("run_at")} AS run_at_ms,
-          ${msOf("lease_expires_at")} AS lease_expires_at_ms`;
+RETURNING attempt, max_attempts, timeout_ms, ${sqlEpochMs("run_at")} AS run_at_ms,
+          ${sqlEpochMs("lease_expires_at")} AS lease_expires_at_ms`;
 
 /**
  * heartbeat: $1 tenant_id, $2 id, $3 fencing_token, $4 worker_id, $5 now_ms,
- * $6 lease_ms [, $7 run_at timestamptz] → 1 row if RUNNING with this token, else 0.
+ * $6 lease_ms [, $7 run_at timestamptz]. Locks: the task's row (UPDATE).
+ * → 1 row if RUNNING with this token, else 0.
  */
 export const heartbeatTask = (withRunAt: boolean) => `
 UPDATE tasks
    SET lease_owner = $4,
-       lease_expires_at = ${ts("$5::float8 + $6::float8")},
-       updated_at = ${ts("$5")}
+       lease_expires_at = ${sqlTimestamptz("($5::float8 + $6::float8)")},
+       updated_at = ${sqlTimestamptz("$5")}
  WHERE tenant_id = $1 AND id = $2 AND fencing_token = $3::bigint AND status = 'RUNNING'
        ${runAtTest(withRunAt, "$7")}
-RETURNING ${msOf("lease_expires_at")} AS lease_expires_at_ms`;
+RETURNING ${sqlEpochMs("lease_expires_at")} AS lease_expires_at_ms`;
 
 /**
  * complete: $1 tenant_id, $2 id, $3 fencing_token, $4 result jsonb text, $5 now_ms
- * [, $6 run_at timestamptz] → 1 row (run_at_ms, workflow_id) if RUNNING with this
- * token (now COMPLETED), else 0.
+ * [, $6 run_at timestamptz]. Locks: the task's row (UPDATE).
+ * → 1 row (run_at_ms, workflow_id) if RUNNING with this token (now COMPLETED), else 0.
  */
 export const completeTask = (withRunAt: boolean) => `
 UPDATE tasks
    SET status = 'COMPLETED',
        result = $4::jsonb,
        lease_expires_at = NULL,
-       completed_at = ${ts("$5")},
-       updated_at = ${ts("$5")}
+       completed_at = ${sqlTimestamptz("$5")},
+       updated_at = ${sqlTimestamptz("$5")}
  WHERE tenant_id = $1 AND id = $2 AND fencing_token = $3::bigint AND status = 'RUNNING'
        ${runAtTest(withRunAt, "$6")}
-RETURNING ${msOf("run_at")} AS run_at_ms, workflow_id`;
+RETURNING ${sqlEpochMs("run_at")} AS run_at_ms, workflow_id`;
 
 /**
- * lock-running: $1 tenant_id, $2 id, $3 fencing_token [, $4 run_at timestamptz] → the
- * retry state of a RUNNING task held with this token, locked until the end
- * of the transaction (the failure's decision is made in Node, domain/retry.ts).
+ * lock-running: $1 tenant_id, $2 id, $3 fencing_token [, $4 run_at timestamptz].
+ * Locks: the task's row, FOR UPDATE, to the end of the transaction (the
+ * failure's decision is made in Node, domain/retry.ts).
+ * → 1 row of FAILURE_COLUMNS if RUNNING held with this token, else 0.
  */
 export const lockRunningTask = (withRunAt: boolean) => `
 SELECT ${FAILURE_COLUMNS}
@@ -92,14 +94,15 @@ SELECT ${FAILURE_COLUMNS}
    FOR UPDATE`;
 
 /**
- * lock-expired: $1 now_ms, $2 limit → RUNNING tasks whose execution lease
- * expired before now, oldest first, locked; rows another transaction holds
- * (a worker committing right now) are skipped: it decides them.
+ * lock-expired: $1 now_ms, $2 limit.
+ * Locks: the rows, FOR UPDATE SKIP LOCKED: rows another transaction holds (a
+ * worker committing right now) are skipped, it decides them.
+ * → FAILURE_COLUMNS of RUNNING tasks whose execution lease expired before now, oldest first.
  */
 export const LOCK_EXPIRED = `
 SELECT ${FAILURE_COLUMNS}
   FROM tasks
- WHERE status = 'RUNNING' AND lease_expires_at < ${ts("$1")}
+ WHERE status = 'RUNNING' AND lease_expires_at < ${sqlTimestamptz("$1")}
  ORDER BY lease_expires_at
  LIMIT $2
    FOR UPDATE SKIP LOCKED`;
@@ -108,16 +111,17 @@ SELECT ${FAILURE_COLUMNS}
  * settle-failures: applies decided failures to locked rows, in one statement.
  * $1 ids uuid[], $2 run_at_ms float8[] (current), $3 next_run_at_ms float8[]
  * (NULL: dead), $4 last_error jsonb[] , $5 now_ms, $6 attempt int[] (the
- * row's attempt, or one less for an attempt given back) → the rows changed,
- * with their new status. Every settled row gets a new fencing token, so nothing
+ * row's attempt, or one less for an attempt given back).
+ * Locks: the rows it updates (the caller's transaction holds them already).
+ * → the rows changed (id, status). Every settled row gets a new fencing token, so nothing
  * the failed attempt's holder sends afterwards can match. Retried rows may
  * move to a later day's partition (Postgres moves a row whose partition key
  * changes: delete from the old partition, insert into the new one).
  */
 export const SETTLE_FAILURES = `
 WITH decided AS (
-  SELECT d.id, ${ts("d.run_at_ms")} AS run_at,
-         CASE WHEN d.next_ms IS NULL THEN NULL ELSE ${ts("d.next_ms")} END AS next_run_at,
+  SELECT d.id, ${sqlTimestamptz("d.run_at_ms")} AS run_at,
+         CASE WHEN d.next_ms IS NULL THEN NULL ELSE ${sqlTimestamptz("d.next_ms")} END AS next_run_at,
          d.last_error, d.attempt
     FROM unnest($1::uuid[], $2::float8[], $3::float8[], $4::jsonb[], $6::int[])
          AS d (id, run_at_ms, next_ms, last_error, attempt)
@@ -129,9 +133,9 @@ UPDATE tasks t
        attempt = d.attempt,
        last_error = d.last_error,
        lease_expires_at = NULL,
-       failed_at = ${ts("$5")},
-       dead_at = CASE WHEN d.next_run_at IS NULL THEN ${ts("$5")} ELSE NULL END,
-       updated_at = ${ts("$5")}
+       failed_at = ${sqlTimestamptz("$5")},
+       dead_at = CASE WHEN d.next_run_at IS NULL THEN ${sqlTimestamptz("$5")} ELSE NULL END,
+       updated_at = ${sqlTimestamptz("$5")}
   FROM decided d
  WHERE t.id = d.id AND t.run_at = d.run_at AND t.status = 'RUNNING'
 RETURNING t.id, t.status`;
@@ -139,14 +143,14 @@ RETURNING t.id, t.status`;
 /**
  * insert-dead-letters: $1 rows jsonb array of {id, tenant_id, task_id, type,
  * payload, attempt, max_attempts, fencing_token, error, reason, worker_id,
- * run_at_ms}, $2 now_ms.
+ * run_at_ms}, $2 now_ms. Locks: the new rows only. → no rows.
  */
 export const INSERT_DEAD_LETTERS = `
 INSERT INTO dead_letters (id, tenant_id, task_id, type, payload, attempt, max_attempts,
                           fencing_token, error, reason, worker_id, run_at, dead_at)
 SELECT r.id, r.tenant_id, r.task_id, r.type, coalesce(r.payload, 'null'::jsonb), r.attempt,
-       r.max_attempts, r.fencing_token, r.error, r.reason, r.worker_id, ${ts("r.run_at_ms")},
-       ${ts("$2")}
+       r.max_attempts, r.fencing_token, r.error, r.reason, r.worker_id, ${sqlTimestamptz("r.run_at_ms")},
+       ${sqlTimestamptz("$2")}
   FROM jsonb_to_recordset($1::jsonb) AS r (id uuid, tenant_id uuid, task_id uuid, type text,
        payload jsonb, attempt integer, max_attempts integer, fencing_token bigint, error jsonb,
        reason text, worker_id text, run_at_ms float8)`;
@@ -154,47 +158,53 @@ SELECT r.id, r.tenant_id, r.task_id, r.type, coalesce(r.payload, 'null'::jsonb),
 /**
  * move-idempotency-keys: $1 tenant_ids uuid[], $2 keys text[], $3 run_at_ms float8[]
  * — keeps idempotency_keys.task_run_at equal to the task's run_at after a move.
+ * Locks: the key rows it updates. → no rows.
  */
 export const MOVE_IDEMPOTENCY_KEYS = `
 UPDATE idempotency_keys k
-   SET task_run_at = ${ts("m.run_at_ms")}
+   SET task_run_at = ${sqlTimestamptz("m.run_at_ms")}
   FROM unnest($1::uuid[], $2::text[], $3::float8[]) AS m (tenant_id, idempotency_key, run_at_ms)
  WHERE k.tenant_id = m.tenant_id AND k.idempotency_key = m.idempotency_key`;
 
-/** task-exists: $1 tenant_id, $2 id → the task's status (any partition), for stale vs not_found. */
+/** task-exists: $1 tenant_id, $2 id. Locks: nothing. → the task's status (any partition), for stale vs not_found. */
 export const TASK_STATUS = "SELECT status FROM tasks WHERE tenant_id = $1 AND id = $2";
 
-/** lock-task: $1 tenant_id, $2 id → status, run_at_ms, idempotency_key, workflow_id, locked (replay). */
+/**
+ * lock-task: $1 tenant_id, $2 id. Locks: the task's row, FOR UPDATE (replay).
+ * → 0 or 1 row (status, run_at_ms, idempotency_key, workflow_id).
+ */
 export const LOCK_TASK = `
-SELECT status, ${msOf("run_at")} AS run_at_ms, idempotency_key, workflow_id
+SELECT status, ${sqlEpochMs("run_at")} AS run_at_ms, idempotency_key, workflow_id
   FROM tasks WHERE tenant_id = $1 AND id = $2 FOR UPDATE`;
 
 /**
- * replay-task: $1 tenant_id, $2 id, $3 run_at_ms (current), $4 now_ms → 1 row
- * if DEAD (now SCHEDULED at now with a new token); its open dead letters are
- * marked replayed and an audit row ($5 api_key_id, may be NULL) is written.
+ * replay-task: $1 tenant_id, $2 id, $3 run_at_ms (current), $4 now_ms,
+ * $5 api_key_id (may be NULL). Locks: the task's row and its open dead
+ * letters (UPDATE; the caller holds the task already: LOCK_TASK).
+ * → 1 row (id) if DEAD (now SCHEDULED at now with a new token), else 0; its
+ *   open dead letters are marked replayed and an audit row is written.
  */
 export const REPLAY_TASK = `
 WITH replayed AS (
   UPDATE tasks
      SET status = 'SCHEDULED',
-         run_at = ${ts("$4")},
+         run_at = ${sqlTimestamptz("$4")},
          fencing_token = nextval('fencing_token_seq'),
          lease_owner = NULL,
          lease_expires_at = NULL,
          dead_at = NULL,
-         updated_at = ${ts("$4")}
-   WHERE tenant_id = $1 AND id = $2 AND run_at = ${ts("$3")} AND status = 'DEAD'
+         updated_at = ${sqlTimestamptz("$4")}
+   WHERE tenant_id = $1 AND id = $2 AND run_at = ${sqlTimestamptz("$3")} AND status = 'DEAD'
   RETURNING id
 ),
 letters AS (
-  UPDATE dead_letters SET replayed_at = ${ts("$4")}
+  UPDATE dead_letters SET replayed_at = ${sqlTimestamptz("$4")}
    WHERE tenant_id = $1 AND task_id = $2 AND replayed_at IS NULL
      AND EXISTS (SELECT 1 FROM replayed)
 ),
 audited AS (
   INSERT INTO audit_log (tenant_id, api_key_id, action, task_ids, at)
-  SELECT $1, $5::uuid, 'task.replay', ARRAY[id], ${ts("$4")} FROM replayed
+  SELECT $1, $5::uuid, 'task.replay', ARRAY[id], ${sqlTimestamptz("$4")} FROM replayed
 )
 SELECT id FROM replayed`;
 
@@ -204,7 +214,7 @@ SELECT id FROM replayed`;
  * partition's statistics behind, it scanned every ARMED (or RUNNING) row of
  * the day and joined them with the batch, so a start of 128 rows took 20 ms
  * with 128 rows ARMED and grew with the backlog, where one primary-key probe
- * per row takes 4 ms (as arm-tasks.ts found for the arm).
+ * per row takes 4 ms (as dispatch.ts found for ARM_TASKS).
  */
 const statusIs = (status: "ARMED" | "RUNNING") =>
   `CASE t.status WHEN '${status}' THEN true ELSE false END`;
@@ -214,30 +224,33 @@ const statusIs = (status: "ARMED" | "RUNNING") =>
  * coalesced starts). $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[],
  * $4 run_at_ms float8[], $5 worker_id text, $6 now_ms float8[], $7 lease_ms
  * float8, $8 min run_at, $9 max run_at (timestamptz; lets the planner prune
- * partitions) → one row per task started, with its id and token. A task
- * named twice is updated once (the caller answers the second `stale`).
+ * partitions). Locks: the rows it updates.
+ * → one row per task started (id, token, attempt, max_attempts, timeout_ms,
+ *   run_at_ms, lease_expires_at_ms). A task named twice is updated once (the
+ *   caller answers the second `stale`).
  */
 export const START_MANY = `
 UPDATE tasks t
    SET status = 'RUNNING',
        attempt = t.attempt + 1,
        lease_owner = $5,
-       lease_expires_at = ${ts("r.now_ms + $7::float8")},
-       started_at = ${ts("r.now_ms")},
-       updated_at = ${ts("r.now_ms")}
+       lease_expires_at = ${sqlTimestamptz("(r.now_ms + $7::float8)")},
+       started_at = ${sqlTimestamptz("r.now_ms")},
+       updated_at = ${sqlTimestamptz("r.now_ms")}
   FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::float8[], $6::float8[])
        AS r (tenant_id, id, token, run_at_ms, now_ms)
  WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
-   AND ${statusIs("ARMED")} AND t.run_at = ${ts("r.run_at_ms")}
+   AND ${statusIs("ARMED")} AND t.run_at = ${sqlTimestamptz("r.run_at_ms")}
    AND t.run_at >= $8::timestamptz AND t.run_at <= $9::timestamptz
 RETURNING t.id, t.fencing_token::text AS token, t.attempt, t.max_attempts, t.timeout_ms,
-          ${msOf("t.run_at")} AS run_at_ms, ${msOf("t.lease_expires_at")} AS lease_expires_at_ms`;
+          ${sqlEpochMs("t.run_at")} AS run_at_ms, ${sqlEpochMs("t.lease_expires_at")} AS lease_expires_at_ms`;
 
 /**
  * complete-many: one fenced completion per row, in one statement.
  * $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[], $4 run_at_ms
  * float8[], $5 results text[] (JSON), $6 now_ms float8[], $7 min run_at,
- * $8 max run_at → one row (id, token, run_at_ms, workflow_id) per task completed.
+ * $8 max run_at. Locks: the rows it updates.
+ * → one row (id, token, run_at_ms, workflow_id) per task completed.
  * `outsideWorkflows`: only tasks of no workflow, which need no release in the
  * same transaction, so the statement may run on its own (autocommit).
  */
@@ -246,14 +259,14 @@ UPDATE tasks t
    SET status = 'COMPLETED',
        result = r.result::jsonb,
        lease_expires_at = NULL,
-       completed_at = ${ts("r.now_ms")},
-       updated_at = ${ts("r.now_ms")}
+       completed_at = ${sqlTimestamptz("r.now_ms")},
+       updated_at = ${sqlTimestamptz("r.now_ms")}
   FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::float8[], $5::text[], $6::float8[])
        AS r (tenant_id, id, token, run_at_ms, result, now_ms)
  WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
-   AND ${statusIs("RUNNING")} AND t.run_at = ${ts("r.run_at_ms")}
+   AND ${statusIs("RUNNING")} AND t.run_at = ${sqlTimestamptz("r.run_at_ms")}
    AND t.run_at >= $7::timestamptz AND t.run_at <= $8::timestamptz${outsideWorkflows ? "\n   AND t.workflow_id IS NULL" : ""}
-RETURNING t.id, t.fencing_token::text AS token, ${msOf("t.run_at")} AS run_at_ms, t.workflow_id`;
+RETURNING t.id, t.fencing_token::text AS token, ${sqlEpochMs("t.run_at")} AS run_at_ms, t.workflow_id`;
 export const COMPLETE_MANY = completeMany(false);
 export const COMPLETE_MANY_OUTSIDE_WORKFLOWS = completeMany(true);
 
@@ -262,6 +275,7 @@ export const COMPLETE_MANY_OUTSIDE_WORKFLOWS = completeMany(true);
  * jsonb[], $4 now_ms — RUNNING tasks locked by this transaction whose
  * workflow already failed (fail_fast) or was cancelled: CANCELLED with a new
  * fencing token instead of being retried.
+ * Locks: the rows it updates (the caller's transaction holds them already). → no rows.
  */
 export const CANCEL_FAILED = `
 UPDATE tasks t
@@ -269,16 +283,17 @@ UPDATE tasks t
        fencing_token = nextval('fencing_token_seq'),
        last_error = d.last_error,
        lease_expires_at = NULL,
-       failed_at = ${ts("$4")},
-       cancelled_at = ${ts("$4")},
-       updated_at = ${ts("$4")}
+       failed_at = ${sqlTimestamptz("$4")},
+       cancelled_at = ${sqlTimestamptz("$4")},
+       updated_at = ${sqlTimestamptz("$4")}
   FROM unnest($1::uuid[], $2::float8[], $3::jsonb[]) AS d (id, run_at_ms, last_error)
- WHERE t.id = d.id AND t.run_at = ${ts("d.run_at_ms")} AND t.status = 'RUNNING'`;
+ WHERE t.id = d.id AND t.run_at = ${sqlTimestamptz("d.run_at_ms")} AND t.status = 'RUNNING'`;
 
 /**
- * lock-workflows: $1 ids uuid[] → each workflow's row, locked, in id order
- * (two transactions that each end tasks of several workflows take them in
- * the same order). `stopped`: a retry of one of its nodes must not run.
+ * lock-workflows: $1 ids uuid[] (sorted).
+ * Locks: each workflow's row, FOR UPDATE, in id order (two transactions that
+ * each end tasks of several workflows take them in the same order).
+ * → one row per workflow (id, stopped: a retry of one of its nodes must not run).
  */
 export const LOCK_WORKFLOWS = `
 SELECT id, status <> 'RUNNING' OR (fail_fast AND dead_nodes > 0) AS stopped

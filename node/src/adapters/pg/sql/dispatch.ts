@@ -1,9 +1,16 @@
 /**
+ * The dispatcher's statements (PgDispatchStore), as the login role across
+ * tenants: the fenced arm, the pre-loader's sweep, the re-arm of stale tasks.
+ */
+import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
+
+/**
  * arm-tasks: the dispatcher's one fenced write per claim round, for every
  * shard it claimed from.
  * $1 shards int[], $2 lease names text[], $3 owners text[], $4 epochs bigint[] (one per fence),
  * $5 now_ms float8, $6 ids uuid[], $7 run_at_ms float8[], $8 claim shards int[] (one per claim),
  * $9 min run_at, $10 max run_at (timestamptz)
+ * Locks: each fence's lease row FOR SHARE, and the task rows it arms.
  * → always at least one row: `fenced_shards` (the shards whose lease held) and,
  *   for each task armed, its envelope fields and shard (NULLs when none was armed).
  *
@@ -29,11 +36,11 @@ WITH fence AS (
     FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[]) AS f (shard, name, owner, epoch)
     JOIN leases l ON l.name = f.name
    WHERE l.owner = f.owner AND l.epoch = f.epoch
-     AND l.expires_at > timestamptz 'epoch' + $5 * interval '1 millisecond'
+     AND l.expires_at > ${sqlTimestamptz("$5")}
      FOR SHARE OF l
 ),
 claim AS (
-  SELECT c.id, timestamptz 'epoch' + c.run_at_ms * interval '1 millisecond' AS run_at,
+  SELECT c.id, ${sqlTimestamptz("c.run_at_ms")} AS run_at,
          f.shard, f.epoch
     FROM unnest($6::uuid[], $7::float8[], $8::int[]) AS c (id, run_at_ms, shard)
     JOIN fence f ON f.shard = c.shard
@@ -42,8 +49,8 @@ armed AS (
   UPDATE tasks t
      SET status = 'ARMED',
          fencing_token = nextval('fencing_token_seq'),
-         armed_at = timestamptz 'epoch' + $5 * interval '1 millisecond',
-         updated_at = timestamptz 'epoch' + $5 * interval '1 millisecond',
+         armed_at = ${sqlTimestamptz("$5")},
+         updated_at = ${sqlTimestamptz("$5")},
          dispatch_shard = c.shard,
          dispatch_epoch = c.epoch
     FROM claim c
@@ -56,7 +63,7 @@ armed AS (
            ELSE false
          END
   RETURNING c.shard, t.id, t.tenant_id, t.type, t.payload::text AS payload_json, t.priority,
-            (extract(epoch FROM t.run_at) * 1000)::float8 AS run_at_ms, t.attempt,
+            ${sqlEpochMs("t.run_at")} AS run_at_ms, t.attempt,
             t.fencing_token::text AS fencing_token, t.timeout_ms, t.idempotency_key, t.workflow_id
 )
 SELECT ARRAY(SELECT shard FROM fence) AS fenced_shards, a.*, tn.grace_ms
@@ -66,7 +73,8 @@ SELECT ARRAY(SELECT shard FROM fence) AS fenced_shards, a.*, tn.grace_ms
 
 /**
  * scheduled-before: $1 before timestamptz, $2 shards int[], and per shard its cursor:
- * $3 after_run_at_ms float8[], $4 after_id uuid[] (NULLs: from the start); $5 limit per shard
+ * $3 after_run_at_ms float8[], $4 after_id uuid[] (NULLs: from the start); $5 limit per shard.
+ * Locks: nothing.
  * → per shard, the next (at most `limit`) SCHEDULED tasks with run_at < before after its
  *   cursor, in (run_at, id) order, with the shard.
  *
@@ -79,7 +87,7 @@ SELECT ARRAY(SELECT shard FROM fence) AS fenced_shards, a.*, tn.grace_ms
  */
 export const SCHEDULED_BEFORE = `
 SELECT t.hot_shard AS shard, t.id, t.tenant_id,
-       (extract(epoch FROM t.run_at) * 1000)::float8 AS run_at_ms
+       ${sqlEpochMs("t.run_at")} AS run_at_ms
   FROM unnest($2::int[], $3::float8[], $4::uuid[]) AS c (shard, after_run_at_ms, after_id)
  CROSS JOIN LATERAL (
    SELECT s.hot_shard, s.id, s.tenant_id, s.run_at
@@ -88,7 +96,7 @@ SELECT t.hot_shard AS shard, t.id, t.tenant_id,
       AND s.hot_shard = c.shard
       AND s.run_at < $1::timestamptz
       AND (s.run_at, s.id) >
-          (coalesce(timestamptz 'epoch' + c.after_run_at_ms * interval '1 millisecond',
+          (coalesce(${sqlTimestamptz("c.after_run_at_ms")},
                     timestamptz '-infinity'),
            coalesce(c.after_id, '00000000-0000-0000-0000-000000000000'::uuid))
     ORDER BY s.run_at, s.id
@@ -96,11 +104,14 @@ SELECT t.hot_shard AS shard, t.id, t.tenant_id,
  ) t`;
 
 /**
- * rearm-stale: $1 stale_before timestamptz, $2 now_ms, $3 limit → count of tasks sent
- * back from ARMED to SCHEDULED: armed and due before stale_before (nobody
- * started them within the dispatch timeout). The new fencing token makes any
- * envelope already published for them stale; the next dispatcher arms them
- * again (another new token). Idempotent: a second run finds nothing.
+ * rearm-stale: $1 stale_before timestamptz, $2 now_ms float8, $3 limit.
+ * Locks: the stale rows, FOR UPDATE SKIP LOCKED (a row a worker is starting
+ * right now is left to it).
+ * → one row (id) per task sent back from ARMED to SCHEDULED: armed and due
+ *   before stale_before (nobody started them within the dispatch timeout).
+ * The new fencing token makes any envelope already published for them stale;
+ * the next dispatcher arms them again (another new token). Idempotent: a
+ * second run finds nothing.
  */
 export const REARM_STALE = `
 WITH stale AS (
@@ -114,7 +125,7 @@ WITH stale AS (
 UPDATE tasks t
    SET status = 'SCHEDULED',
        fencing_token = nextval('fencing_token_seq'),
-       updated_at = timestamptz 'epoch' + $2 * interval '1 millisecond'
+       updated_at = ${sqlTimestamptz("$2")}
   FROM stale s
  WHERE t.id = s.id AND t.run_at = s.run_at AND t.status = 'ARMED'
 RETURNING t.id`;
