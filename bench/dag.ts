@@ -51,6 +51,7 @@ import { TOPICS } from "../node/src/domain/envelope.js";
 import {
   deleteBenchKeys,
   deleteKafkaRun,
+  maxOf,
   prepareBenchDatabase,
   readyMetricsPort,
   root,
@@ -468,7 +469,7 @@ async function mainE2e(): Promise<void> {
     }
     const rows = await readNodes(db, id);
     const completed = rows.filter((r) => r.status === "COMPLETED");
-    const lastCompletionMs = Math.max(...completed.map((r) => r.completed_at_ms!));
+    const lastCompletionMs = maxOf(completed.map((r) => r.completed_at_ms!));
     const byStatus: Record<string, number> = {};
     for (const r of rows) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
     const report = {

@@ -19,6 +19,7 @@ import {
   cpuTicksOf,
   deleteBenchKeys,
   deleteKafkaRun,
+  maxOf,
   offerThroughApi,
   openLoopOptions,
   prepareBenchDatabase,
@@ -151,7 +152,7 @@ async function main(): Promise<void> {
       { baseUrl, apiKey, taskType: "bench", ratePerS, seconds, leadMs, spreadMs },
       accepted,
     );
-    const lastRunAtMs = Math.max(...accepted.values());
+    const lastRunAtMs = maxOf(accepted.values());
     await waitUntil(
       () => [...accepted.keys()].every((id) => arrivals.has(id)),
       lastRunAtMs + 15_000,

@@ -50,6 +50,7 @@ import {
   deleteKafkaRun,
   type Lateness,
   latenessOf,
+  maxOf,
   offerThroughApi,
   openLoopOptions,
   plateauRate,
@@ -260,7 +261,7 @@ async function runChronofence() {
       { baseUrl, apiKey, taskType: "noop", ratePerS, seconds, leadMs, spreadMs },
       accepted,
     );
-    const lastRunAtMs = Math.max(...accepted.values());
+    const lastRunAtMs = maxOf(accepted.values());
     // A count scans the run's rows: once a second keeps it out of the measurement's way.
     await waitUntil(
       async () => {

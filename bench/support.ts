@@ -90,6 +90,17 @@ export const percentile = (sorted: readonly number[], p: number): number =>
     : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 export const round = (x: number): number => Math.round(x * 100) / 100;
 
+/**
+ * The largest value, or -Infinity for none. A loop, not Math.max(...values):
+ * spreading passes every value as an argument, which overflows the stack once
+ * a run holds about 120,000 of them.
+ */
+export function maxOf(values: Iterable<number>): number {
+  let max = Number.NEGATIVE_INFINITY;
+  for (const value of values) if (value > max) max = value;
+  return max;
+}
+
 export interface Lateness {
   p50_ms: number;
   p99_ms: number;
