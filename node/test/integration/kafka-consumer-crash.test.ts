@@ -53,6 +53,7 @@ describe("the worker's Kafka consumer", () => {
     await publish(named("before-"));
     await expect.poll(() => allHandled(named("before-")), { timeout: 30_000 }).toBe(true);
 
+    const reportsBeforeOutage = running.length;
     await kafka.stop();
     // The crash is reported (its retries spent, a fetch or heartbeat gives up).
     await expect.poll(() => errors.length, { timeout: 60_000, interval: 250 }).toBeGreaterThan(0);
@@ -62,9 +63,10 @@ describe("the worker's Kafka consumer", () => {
     await expect
       .poll(() => allHandled(named("after-")), { timeout: 120_000, interval: 250 })
       .toBe(true);
-    // Up at the start, down at the crash, up again once the restart joined.
-    expect(running[0]).toBe(true);
-    expect(running.indexOf(false)).toBeGreaterThan(0);
+    // Up before the outage, down at the crash, up again once the restart joined. (Under CPU
+    // load the first join may itself crash and restart, so the very first report may be down.)
+    expect(running.slice(0, reportsBeforeOutage).at(-1)).toBe(true);
+    expect(running.slice(reportsBeforeOutage)).toContain(false);
     expect(running.at(-1)).toBe(true);
   });
 });
