@@ -128,6 +128,29 @@ const ruleFields = {
 };
 const ruleObject = z.object(ruleFields).partial();
 
+/**
+ * A schedule as the API documents it (OpenAPI, the typed client): the field
+ * rules above, unknown fields refused. The cron expression and the time
+ * zone are checked by CronSchedule (5 or 6 fields or an alias, an IANA
+ * zone); the tenant's payload limit and retry defaults apply on top.
+ */
+const documentedFields = {
+  ...ruleFields,
+  expression: z.string().describe('Cron: 5 or 6 fields, or an alias such as "@daily".'),
+  time_zone: z.string().describe("IANA time zone of the expression (default UTC)."),
+  payload: z.unknown(),
+  paused: z.boolean(),
+};
+export const ScheduleCreate = z
+  .strictObject(documentedFields)
+  .partial()
+  .required({ name: true, expression: true, type: true })
+  .meta({ id: "ScheduleCreate", description: "A cron schedule to create." });
+export const SchedulePatch = z.strictObject(documentedFields).partial().meta({
+  id: "SchedulePatch",
+  description: "The fields to change (at least one); a backoff replaces the whole object.",
+});
+
 export const SCHEDULE_DEFAULTS = {
   timeZone: "UTC",
   priority: "standard" as Priority,
