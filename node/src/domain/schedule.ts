@@ -116,7 +116,8 @@ const ruleFields = {
   max_attempts: limit("maxAttempts"),
   timeout_ms: int(1, DAY_MS),
   // Fields a backoff leaves out come from the tenant's defaults, then the global ones.
-  backoff: z.object({
+  // Strict as the shape is (which refuses unknown keys first, 400): the same rule, documented.
+  backoff: z.strictObject({
     strategy: z.enum(BACKOFF_STRATEGIES).optional(),
     base_ms: limit("backoffBaseMs").optional(),
     max_ms: limit("backoffMaxMs").optional(),

@@ -88,8 +88,9 @@ const ruleFields = {
   // Absent retry fields come from the tenant's defaults, then the global ones.
   max_attempts: limit("maxAttempts").optional(),
   timeout_ms: int(1, DAY_MS).default(30_000),
+  // Strict as the shape is (which refuses unknown keys first, 400): the same rule, documented.
   backoff: z
-    .object({
+    .strictObject({
       strategy: z.enum(BACKOFF_STRATEGIES).optional(),
       base_ms: limit("backoffBaseMs").optional(),
       max_ms: limit("backoffMaxMs").optional(),

@@ -51,7 +51,30 @@ const fieldValues = {
 };
 const submission = fc.record(fieldValues, { requiredKeys: [] });
 
+const CASES: unknown[] = [
+  { type: "a" },
+  { type: "a", run_at: "2024-01-01T00:00:00Z", delay_ms: 10 },
+  { type: "a", run_at: "2024-01-01t00:00:00z" },
+  { type: "a", payload: { deep: [1, { x: null }] }, priority: "critical", idempotency_key: "k" },
+  { type: "a", backoff: { strategy: "fixed", base_ms: 5, max_ms: 10 } },
+  { type: "a", backoff: { strategy: "fixed", extra: 1 } },
+  { type: "a", unknown: true },
+  { payload: 1 },
+  "a",
+  null,
+  [],
+];
+
 describe("TaskSubmission (the documented schema)", () => {
+  it.each(CASES.map((c) => [JSON.stringify(c), c]))(
+    "agrees with validateSubmission on %s",
+    (_, input) => {
+      expect(TaskSubmission.safeParse(input).success).toBe(
+        accepted(() => validateSubmission(input, ctx)),
+      );
+    },
+  );
+
   it("agrees with validateSubmission on every combination of field values", () => {
     fc.assert(
       fc.property(submission, (input) => {
