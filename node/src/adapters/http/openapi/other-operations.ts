@@ -4,6 +4,7 @@
  * route name, as in task-operations.ts.
  */
 import { z } from "zod";
+import { MAX_HISTORY } from "../../../app/schedules/schedules.js";
 import { ScheduleCreate, SchedulePatch } from "../../../domain/schedule.js";
 import { WorkflowSubmission } from "../../../domain/workflow.js";
 import type { Operation } from "./operation.js";
@@ -71,7 +72,11 @@ export const SCHEDULE_OPERATIONS: Readonly<Record<string, Operation>> = {
     summary: "List schedules",
     authenticated: true,
     query: [
-      { name: "limit", description: "Schedules per page.", schema: z.number().int().min(1) },
+      {
+        name: "limit",
+        description: "Schedules per page (default 100).",
+        schema: z.number().int().min(1).max(1000),
+      },
       {
         name: "cursor",
         description: "The `next_cursor` of the previous page.",
@@ -90,8 +95,8 @@ export const SCHEDULE_OPERATIONS: Readonly<Record<string, Operation>> = {
     query: [
       {
         name: "history",
-        description: "How many of the latest occurrences to include.",
-        schema: z.number().int().min(0),
+        description: "How many of the latest occurrences to include (default 20).",
+        schema: z.number().int().min(0).max(MAX_HISTORY),
       },
     ],
     ok: { 200: { description: "The schedule.", schema: ScheduleView } },
