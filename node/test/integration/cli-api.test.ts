@@ -18,6 +18,10 @@ const BIN = path.resolve(
   path.dirname(fileURLToPath(import.meta.url)),
   "../../../bin/chronofence.js",
 );
+// Each run is a Node start; on a shared 2-core machine under load that can take seconds, and a
+// test runs several (no property here depends on time).
+const CHILD_TIMEOUT_MS = 60_000;
+const TEST_TIMEOUT = { timeout: 180_000 };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 let fixture: ApiFixture;
@@ -52,7 +56,7 @@ function cli(args: string[], env: Record<string, string> = {}, cwd = home): Prom
     execFile(
       process.execPath,
       [BIN, ...args],
-      { env: { ...clean, ...env }, cwd, timeout: 20_000 },
+      { env: { ...clean, ...env }, cwd, timeout: CHILD_TIMEOUT_MS },
       (error, stdout, stderr) => {
         const code = error ? ((error as { code?: number }).code ?? 1) : 0;
         resolve({ code, stdout, stderr, lines: stdout.trimEnd().split("\n") });
@@ -63,7 +67,7 @@ function cli(args: string[], env: Record<string, string> = {}, cwd = home): Prom
 
 const api = () => ({ CF_API_URL: fixture.api.baseUrl, CF_API_KEY: fixture.tenant.apiKey });
 
-describe("chronofence tasks", () => {
+describe("chronofence tasks", TEST_TIMEOUT, () => {
   it("submit prints the id last; get --json prints the task exactly as the API answers it", async () => {
     const submitted = await cli(
       [
@@ -139,33 +143,28 @@ describe("chronofence tasks", () => {
 
   it("exits with a code that says what failed", async () => {
     const unknown = "0190a000-0000-7000-8000-000000000000";
-    expect((await cli(["tasks", "get", unknown], api())).code).toBe(3);
-    expect((await cli(["tasks", "get", unknown], { ...api(), CF_API_KEY: "cfk_wrong" })).code).toBe(
-      7,
-    );
-    expect((await cli(["tasks", "submit", "--type", "bad type"], api())).code).toBe(5);
-    expect((await cli(["tasks", "submit", "--type", "x", "--payload", "{nope"], api())).code).toBe(
-      2,
-    );
-    const both = await cli(
-      ["tasks", "submit", "--type", "x", "--delay-ms", "1", "--run-at", "2030-01-01T00:00:00Z"],
-      api(),
-    );
-    expect(both.code).toBe(2);
-    expect((await cli(["tasks", "get"], api())).code).toBe(2);
-    const down = await cli(["tasks", "get", unknown], {
-      CF_API_URL: "http://127.0.0.1:9",
-      CF_API_KEY: "k",
-    });
-    expect(down.code).toBe(6);
-    expect(down.stderr).toMatch(/unreachable/);
-    const keyless = await cli(["tasks", "get", unknown], {});
-    expect(keyless.code).toBe(2);
-    expect(keyless.stderr).toMatch(/no API key/);
+    const down = { CF_API_URL: "http://127.0.0.1:9", CF_API_KEY: "k" };
+    // Independent runs, side by side: each is a Node start on a busy machine.
+    const runs = await Promise.all([
+      cli(["tasks", "get", unknown], api()),
+      cli(["tasks", "get", unknown], { ...api(), CF_API_KEY: "cfk_wrong" }),
+      cli(["tasks", "submit", "--type", "bad type"], api()),
+      cli(["tasks", "submit", "--type", "x", "--payload", "{nope"], api()),
+      cli(
+        ["tasks", "submit", "--type", "x", "--delay-ms", "1", "--run-at", "2030-01-01T00:00:00Z"],
+        api(),
+      ),
+      cli(["tasks", "get"], api()),
+      cli(["tasks", "get", unknown], down),
+      cli(["tasks", "get", unknown], {}),
+    ]);
+    expect(runs.map((r) => r.code)).toEqual([3, 7, 5, 2, 2, 2, 6, 2]);
+    expect(runs[6]!.stderr).toMatch(/unreachable/);
+    expect(runs[7]!.stderr).toMatch(/no API key/);
   });
 });
 
-describe("the dev.json of chronofence dev", () => {
+describe("the dev.json of chronofence dev", TEST_TIMEOUT, () => {
   it("is found in ./.chronofence/ and in $CF_DATA_DIR, with no flag and no CF_API_*", async () => {
     const dev = JSON.stringify({
       api_url: fixture.api.baseUrl,
@@ -189,7 +188,7 @@ describe("the dev.json of chronofence dev", () => {
   });
 });
 
-describe("chronofence workflows", () => {
+describe("chronofence workflows", TEST_TIMEOUT, () => {
   it("submits (id last), gets as JSON, cancels", async () => {
     const nodes = JSON.stringify([
       { key: "a", type: "cli.wf", delay_ms: 60_000 },
@@ -212,7 +211,7 @@ describe("chronofence workflows", () => {
 
 const live = new Set<ChildProcess>();
 
-describe("chronofence tail", () => {
+describe("chronofence tail", TEST_TIMEOUT, () => {
   it("prints each state change of the tenant's tasks as it happens", async () => {
     const since = new Date().toISOString();
     const child = spawn(
@@ -249,7 +248,7 @@ describe("chronofence tail", () => {
       new Promise<void>((resolve, reject) => {
         const timer = setTimeout(
           () => reject(new Error(`tail printed ${lines.length} of ${n}`)),
-          15_000,
+          CHILD_TIMEOUT_MS,
         );
         waiting = () => {
           if (lines.length < n) return;
