@@ -116,7 +116,8 @@ const ruleFields = {
   max_attempts: limit("maxAttempts"),
   timeout_ms: int(1, DAY_MS),
   // Fields a backoff leaves out come from the tenant's defaults, then the global ones.
-  backoff: z.object({
+  // Strict as the shape is (which refuses unknown keys first, 400): the same rule, documented.
+  backoff: z.strictObject({
     strategy: z.enum(BACKOFF_STRATEGIES).optional(),
     base_ms: limit("backoffBaseMs").optional(),
     max_ms: limit("backoffMaxMs").optional(),
@@ -127,6 +128,29 @@ const ruleFields = {
   expect_within_ms: int(1, 30 * DAY_MS).nullable(),
 };
 const ruleObject = z.object(ruleFields).partial();
+
+/**
+ * A schedule as the API documents it (OpenAPI, the typed client): the field
+ * rules above, unknown fields refused. The cron expression and the time
+ * zone are checked by CronSchedule (5 or 6 fields or an alias, an IANA
+ * zone); the tenant's payload limit and retry defaults apply on top.
+ */
+const documentedFields = {
+  ...ruleFields,
+  expression: z.string().describe('Cron: 5 or 6 fields, or an alias such as "@daily".'),
+  time_zone: z.string().describe("IANA time zone of the expression (default UTC)."),
+  payload: z.unknown(),
+  paused: z.boolean(),
+};
+export const ScheduleCreate = z
+  .strictObject(documentedFields)
+  .partial()
+  .required({ name: true, expression: true, type: true })
+  .meta({ id: "ScheduleCreate", description: "A cron schedule to create." });
+export const SchedulePatch = z.strictObject(documentedFields).partial().meta({
+  id: "SchedulePatch",
+  description: "The fields to change (at least one); a backoff replaces the whole object.",
+});
 
 export const SCHEDULE_DEFAULTS = {
   timeZone: "UTC",

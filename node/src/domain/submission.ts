@@ -56,38 +56,75 @@ const DAY_MS = 86_400_000;
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 const limit = (key: keyof typeof RETRY_LIMITS) => int(RETRY_LIMITS[key].min, RETRY_LIMITS[key].max);
 
-const rules = z
-  .object({
-    type: z.string().min(1).max(128).regex(TASK_TYPE_PATTERN, "letters, digits and . _ : / - only"),
-    // RFC 3339 (section 5.6) allows a lowercase `t` and `z`; zod wants them uppercase.
-    run_at: z
-      .string()
-      .transform((text) => text.toUpperCase())
-      .pipe(z.iso.datetime({ offset: true }))
-      .optional(),
-    delay_ms: int(0, Number.MAX_SAFE_INTEGER).optional(),
-    priority: z.enum(PRIORITIES).default("standard"),
-    idempotency_key: z
-      .string()
-      .min(1)
-      .max(255)
-      .regex(/^[\x21-\x7e]+$/, "printable ASCII without spaces")
-      .optional(),
-    // Absent retry fields come from the tenant's defaults, then the global ones.
-    max_attempts: limit("maxAttempts").optional(),
-    timeout_ms: int(1, DAY_MS).default(30_000),
-    backoff: z
-      .object({
-        strategy: z.enum(BACKOFF_STRATEGIES).optional(),
-        base_ms: limit("backoffBaseMs").optional(),
-        max_ms: limit("backoffMaxMs").optional(),
-      })
-      .optional(),
-  })
-  .refine((s) => s.run_at === undefined || s.delay_ms === undefined, {
-    message: "give run_at or delay_ms, not both",
-    path: ["run_at"],
-  });
+/**
+ * The rule of each field (422 when broken). `rules` validates with them, and
+ * TaskSubmission (below) documents them: one definition of each rule.
+ */
+const ruleFields = {
+  type: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(TASK_TYPE_PATTERN, "letters, digits and . _ : / - only")
+    .describe("The handler that runs the task."),
+  // RFC 3339 (section 5.6) allows a lowercase `t` and `z`; zod wants them uppercase.
+  run_at: z
+    .string()
+    .transform((text) => text.toUpperCase())
+    .pipe(z.iso.datetime({ offset: true }))
+    .meta({ format: "date-time", description: "When to run (RFC 3339); in the past means now." })
+    .optional(),
+  delay_ms: int(0, Number.MAX_SAFE_INTEGER)
+    .describe("Run this many ms from now (instead of run_at).")
+    .optional(),
+  priority: z.enum(PRIORITIES).default("standard"),
+  idempotency_key: z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[\x21-\x7e]+$/, "printable ASCII without spaces")
+    .describe("The same key and request answer the original task (200); another request, 409.")
+    .optional(),
+  // Absent retry fields come from the tenant's defaults, then the global ones.
+  max_attempts: limit("maxAttempts").optional(),
+  timeout_ms: int(1, DAY_MS).default(30_000),
+  // Strict as the shape is (which refuses unknown keys first, 400): the same rule, documented.
+  backoff: z
+    .strictObject({
+      strategy: z.enum(BACKOFF_STRATEGIES).optional(),
+      base_ms: limit("backoffBaseMs").optional(),
+      max_ms: limit("backoffMaxMs").optional(),
+    })
+    .optional(),
+};
+const oneInstant = {
+  check: (s: { run_at?: unknown; delay_ms?: unknown }) =>
+    s.run_at === undefined || s.delay_ms === undefined,
+  params: { message: "give run_at or delay_ms, not both", path: ["run_at"] },
+};
+const rules = z.object(ruleFields).refine(oneInstant.check, oneInstant.params);
+
+/**
+ * The submission's fields with their rules, as a workflow node reuses them
+ * (a node has no idempotency key).
+ */
+export const TASK_SUBMISSION_FIELDS = { ...ruleFields, payload: z.unknown().optional() };
+
+/**
+ * A task submission as the API documents it (the OpenAPI document, the
+ * typed client's `z.input`): the field rules above, unknown fields refused,
+ * `payload` any JSON. What it cannot say is checked on top: the tenant's
+ * payload limit and retry defaults, the horizon, JSON depth.
+ */
+export const TaskSubmission = z
+  .strictObject(TASK_SUBMISSION_FIELDS)
+  .refine(oneInstant.check, oneInstant.params)
+  .meta({ id: "TaskSubmission", description: "A task to submit." });
+
+/** `POST /v1/tasks/batch`: 1 to MAX_BATCH_TASKS submissions, one commit. */
+export const TaskBatchSubmission = z
+  .strictObject({ tasks: z.array(TaskSubmission).min(1).max(MAX_BATCH_TASKS) })
+  .meta({ id: "TaskBatchSubmission" });
 
 export interface SubmissionContext {
   tenantId: string;

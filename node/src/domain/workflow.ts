@@ -16,7 +16,12 @@
  */
 import { z } from "zod";
 import { ChronofenceError, ErrorCode } from "./errors.js";
-import { type SubmissionContext, TASK_TYPE_PATTERN, validateSubmission } from "./submission.js";
+import {
+  type SubmissionContext,
+  TASK_SUBMISSION_FIELDS,
+  TASK_TYPE_PATTERN,
+  validateSubmission,
+} from "./submission.js";
 import type { TaskDraft } from "./task.js";
 import { describeCycle, orderGraph } from "./workflow-graph.js";
 import { TRIGGER_RULES, type TriggerRule } from "./workflow-trigger.js";
@@ -57,6 +62,28 @@ const nodeFields = z.looseObject({
     .never({ error: "idempotency keys are not supported on workflow nodes" })
     .optional(),
 });
+
+/**
+ * A workflow as the API documents it (OpenAPI, the typed client): each node
+ * a task submission (the same field rules, no idempotency key) plus its key,
+ * parents and trigger rule. The graph rules (unique keys, known parents, no
+ * cycle) are checked on top.
+ */
+const { idempotency_key: _noKey, ...nodeTaskFields } = TASK_SUBMISSION_FIELDS;
+export const WorkflowNodeSubmission = z
+  .strictObject({
+    ...nodeTaskFields,
+    key: z.string().regex(TASK_TYPE_PATTERN).describe("Unique within the workflow."),
+    depends_on: z.array(z.string()).optional().describe("Keys of the parents."),
+    trigger_rule: z.enum(TRIGGER_RULES).default("all_success"),
+  })
+  .meta({ id: "WorkflowNodeSubmission" });
+export const WorkflowSubmission = z
+  .strictObject({
+    nodes: z.array(WorkflowNodeSubmission).min(1).max(MAX_WORKFLOW_NODES),
+    fail_fast: z.boolean().default(false),
+  })
+  .meta({ id: "WorkflowSubmission", description: "A DAG of task nodes, submitted in one commit." });
 
 /** Validates a whole workflow; `newId` gives the workflow's and each node task's id. */
 export function validateWorkflow(input: unknown, ctx: SubmissionContext): WorkflowDraft {

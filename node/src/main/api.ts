@@ -3,6 +3,8 @@
  * wires them into the use cases and the HTTP server.
  */
 
+import type { Route } from "../adapters/http/exchange.js";
+import { withApiReference } from "../adapters/http/openapi/reference-routes.js";
 import { apiRoutes } from "../adapters/http/routes.js";
 import { scheduleRoutes } from "../adapters/http/schedule-routes.js";
 import { HttpServer } from "../adapters/http/server.js";
@@ -33,6 +35,8 @@ import { uuidv7From } from "./ids.js";
 
 export interface RunningApi {
   port: number;
+  /** The route table served (the OpenAPI completeness test walks it). */
+  routes: readonly Route[];
   /** Graceful: stop accepting, finish in-flight requests and commits, close connections. */
   stop(): Promise<void>;
 }
@@ -150,7 +154,8 @@ export async function startApi(
       nextRequestId,
     }),
   );
-  const server = new HttpServer(routes, {
+  const served = withApiReference(routes);
+  const server = new HttpServer(served, {
     host: config.host,
     port: config.port,
     requestTimeoutMs: config.requestTimeoutMs,
@@ -180,6 +185,7 @@ export async function startApi(
 
   return {
     port,
+    routes: served,
     async stop() {
       await server.close();
       await committer.whenIdle();

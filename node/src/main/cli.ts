@@ -5,6 +5,9 @@ import { type Config, resolveConfig } from "../config/config.js";
 import type { TenantLimits } from "../domain/tenant.js";
 import type { TenantRecord } from "../ports/tenant-directory.js";
 import { registerScheduleCommands } from "./schedules-cli.js";
+import { registerTailCommand } from "./tail-cli.js";
+import { registerTaskCommands } from "./tasks-cli.js";
+import { registerWorkflowCommands } from "./workflows-cli.js";
 
 /** The composition root of the `chronofence` command: each subcommand wires its own adapters. */
 export async function main(argv: string[]): Promise<void> {
@@ -93,7 +96,10 @@ export async function main(argv: string[]): Promise<void> {
       console.log(`revoked ${keyId}`);
     });
 
-  registerScheduleCommands(program, loadConfig);
+  registerTaskCommands(program);
+  registerWorkflowCommands(program);
+  registerScheduleCommands(program);
+  registerTailCommand(program);
 
   program
     .command("watchdog")

@@ -1,65 +1,91 @@
 /**
  * `chronofence schedules ...`: schedules are managed through the HTTP API,
  * not the database, so the CLI goes through the same validation, tenant
- * scoping, audit log and re-planning as any client, with an API key
- * (CF_API_KEY or --api-key) rather than database credentials.
+ * scoping, audit log and re-planning as any client, with an API key rather
+ * than database credentials. Connection, `--json` and exit codes as for
+ * every API command (cli-common.ts; docs/cli.md).
  */
-import { type Command, InvalidArgumentError } from "commander";
-import { ApiClient } from "../adapters/http/api-client.js";
-import type { Config } from "../config/config.js";
+import type { Command } from "commander";
+import type { Schedule, ScheduleCreate } from "../client/types.js";
+import {
+  apiCommandGroup,
+  type CommandContext,
+  jsonArgument,
+  printJson,
+  runApiCommand,
+  wholeNumber,
+} from "./cli-common.js";
 
-interface ClientFlags {
-  apiUrl?: string;
-  apiKey?: string;
-  json?: boolean;
+interface CreateFlags {
+  name: string;
+  cron: string;
+  type: string;
+  tz: string;
+  payload?: unknown;
+  priority?: string;
+  misfire?: string;
+  overlap?: string;
+  jitterMs?: number;
+  expectWithinMs?: number;
+  paused?: boolean;
 }
 
-export function registerScheduleCommands(program: Command, loadConfig: () => Config): void {
-  const schedules = program
-    .command("schedules")
-    .description("manage cron schedules through the API (CF_API_URL, CF_API_KEY)")
-    .option("--api-url <url>", "API base URL (default CF_API_URL)")
-    .option("--api-key <key>", "API key (default CF_API_KEY)")
-    .option("--json", "print the API's JSON answer");
-  const clientOf = (): { client: ApiClient; json: boolean } => {
-    const flags = schedules.opts<ClientFlags>();
-    const config = loadConfig();
-    const apiKey = flags.apiKey ?? config.apiKey;
-    if (apiKey === undefined)
-      throw new Error("an API key is required: set CF_API_KEY or --api-key");
-    const baseUrl = flags.apiUrl ?? config.apiUrl;
-    return { client: new ApiClient({ baseUrl, apiKey, timeoutMs: 10_000 }), json: !!flags.json };
+/** The body of `POST /v1/schedules` from the flags; the API validates the values. */
+export function scheduleOf(flags: CreateFlags): ScheduleCreate {
+  type Body = Record<string, unknown>;
+  const body: Body = {
+    name: flags.name,
+    expression: flags.cron,
+    type: flags.type,
+    time_zone: flags.tz,
+    ...(flags.payload !== undefined && { payload: flags.payload }),
+    ...(flags.priority !== undefined && { priority: flags.priority }),
+    ...(flags.misfire !== undefined && { misfire_policy: flags.misfire }),
+    ...(flags.overlap !== undefined && { overlap_policy: flags.overlap }),
+    ...(flags.jitterMs !== undefined && { jitter_ms: flags.jitterMs }),
+    ...(flags.expectWithinMs !== undefined && { expect_within_ms: flags.expectWithinMs }),
+    ...(flags.paused === true && { paused: true }),
   };
-  const print = (json: boolean, answer: unknown, line: string) =>
-    console.log(json ? JSON.stringify(answer) : line);
+  return body as ScheduleCreate;
+}
+
+export function summary(s: Schedule): string {
+  const state = s.paused ? "paused" : `next ${s.next_occurrence_at ?? "never"}`;
+  return `${s.id}  ${s.name}  "${s.expression}" ${s.time_zone}  ${s.type}  ${state}`;
+}
+
+const printSchedule = (ctx: CommandContext, schedule: Schedule) =>
+  console.log(ctx.json ? ctx.lastAnswerText() : summary(schedule));
+
+export function registerScheduleCommands(program: Command): void {
+  const schedules = apiCommandGroup(program, "schedules", "manage cron schedules through the API");
 
   schedules
     .command("list")
     .description("list the tenant's schedules")
-    .action(async () => {
-      const { client, json } = clientOf();
-      let cursor: string | null = null;
-      do {
-        const query: string = cursor === null ? "" : `&cursor=${cursor}`;
-        const page = await client.request("GET", `/v1/schedules?limit=1000${query}`);
-        for (const s of page.schedules) print(json, s, summary(s));
-        cursor = page.next_cursor;
-      } while (cursor !== null);
-    });
+    .action((_flags: unknown, command: Command) =>
+      runApiCommand(command, async (ctx) => {
+        const all: Schedule[] = [];
+        for await (const s of ctx.client.schedules.list({ limit: 1000 })) all.push(s);
+        if (ctx.json) printJson({ schedules: all });
+        else for (const s of all) console.log(summary(s));
+      }),
+    );
 
   schedules
     .command("get <id>")
     .description("show a schedule and its latest occurrences")
-    .option("--history <n>", "occurrences to show", "20")
-    .action(async (id: string, opts: { history: string }) => {
-      const { client, json } = clientOf();
-      const s = await client.request("GET", `/v1/schedules/${id}?history=${opts.history}`);
-      print(json, s, summary(s));
-      if (json) return;
-      for (const o of s.history) {
-        console.log(`  ${o.scheduled_for}  ${o.outcome}  ${o.status ?? "-"}  ${o.task_id ?? ""}`);
-      }
-    });
+    .option("--history <n>", "occurrences to show", wholeNumber, 20)
+    .action((id: string, flags: { history: number }, command: Command) =>
+      runApiCommand(command, async (ctx) => {
+        const s = await ctx.client.schedules.get(id, { history: flags.history });
+        printSchedule(ctx, s);
+        if (ctx.json) return;
+        for (const o of s.history) {
+          console.log(`  ${o.scheduled_for}  ${o.outcome}  ${o.status ?? "-"}  ${o.task_id ?? ""}`);
+        }
+      }),
+    );
 
   schedules
     .command("create")
@@ -72,71 +98,41 @@ export function registerScheduleCommands(program: Command, loadConfig: () => Con
     .option("--priority <priority>", "critical, standard or bulk")
     .option("--misfire <policy>", "skip, fire_once or fire_all")
     .option("--overlap <policy>", "allow, skip or buffer_one")
-    .option("--jitter-ms <n>", "spread each run over this many ms", intArgument)
+    .option("--jitter-ms <n>", "spread each run over this many ms", wholeNumber)
     .option(
       "--expect-within-ms <n>",
       "dead man's switch: alert when not completed by then",
-      intArgument,
+      wholeNumber,
     )
     .option("--paused", "create it paused")
-    .action(async (opts: Record<string, unknown>) => {
-      const { client, json } = clientOf();
-      const body = {
-        name: opts.name,
-        expression: opts.cron,
-        type: opts.type,
-        time_zone: opts.tz,
-        ...(opts.payload !== undefined && { payload: opts.payload }),
-        ...(opts.priority !== undefined && { priority: opts.priority }),
-        ...(opts.misfire !== undefined && { misfire_policy: opts.misfire }),
-        ...(opts.overlap !== undefined && { overlap_policy: opts.overlap }),
-        ...(opts.jitterMs !== undefined && { jitter_ms: opts.jitterMs }),
-        ...(opts.expectWithinMs !== undefined && { expect_within_ms: opts.expectWithinMs }),
-        ...(opts.paused === true && { paused: true }),
-      };
-      const s = await client.request("POST", "/v1/schedules", body);
-      print(json, s, summary(s));
-    });
+    .action((flags: CreateFlags, command: Command) =>
+      runApiCommand(command, async (ctx) => {
+        printSchedule(ctx, await ctx.client.schedules.create(scheduleOf(flags)));
+      }),
+    );
 
-  for (const [verb, paused] of [
-    ["pause", true],
-    ["resume", false],
-  ] as const) {
+  for (const verb of ["pause", "resume"] as const) {
     schedules
       .command(`${verb} <id>`)
       .description(`${verb} a schedule`)
-      .action(async (id: string) => {
-        const { client, json } = clientOf();
-        const s = await client.request("PATCH", `/v1/schedules/${id}`, { paused });
-        print(json, s, summary(s));
-      });
+      .action((id: string, _flags: unknown, command: Command) =>
+        runApiCommand(command, async (ctx) => {
+          printSchedule(ctx, await ctx.client.schedules[verb](id));
+        }),
+      );
   }
 
   schedules
     .command("delete <id>")
     .description("delete a schedule and cancel its occurrences not yet started")
-    .action(async (id: string) => {
-      const { client, json } = clientOf();
-      const answer = await client.request("DELETE", `/v1/schedules/${id}`);
-      print(json, answer, `deleted ${id} (${answer.cancelled_task_ids.length} tasks cancelled)`);
-    });
-}
-
-function summary(s: Record<string, unknown>): string {
-  const state = s.paused ? "paused" : `next ${s.next_occurrence_at ?? "never"}`;
-  return `${s.id}  ${s.name}  "${s.expression}" ${s.time_zone}  ${s.type}  ${state}`;
-}
-
-function jsonArgument(value: string): unknown {
-  try {
-    return JSON.parse(value);
-  } catch {
-    throw new InvalidArgumentError("must be JSON");
-  }
-}
-
-function intArgument(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("must be a whole number");
-  return n;
+    .action((id: string, _flags: unknown, command: Command) =>
+      runApiCommand(command, async (ctx) => {
+        const answer = await ctx.client.schedules.delete(id);
+        console.log(
+          ctx.json
+            ? ctx.lastAnswerText()
+            : `deleted ${id} (${answer.cancelled_task_ids.length} tasks cancelled)`,
+        );
+      }),
+    );
 }

@@ -9,13 +9,13 @@ import {
   LogAlertSink,
   WebhookAlertSink,
 } from "../adapters/alerts/alert-sinks.js";
-import { ApiClient } from "../adapters/http/api-client.js";
 import { startMetricsServer } from "../adapters/http/metrics-server.js";
 import { HttpWatchdogApi } from "../adapters/http/watchdog-api.js";
 import type { Logger } from "../adapters/logging/logger.js";
 import { PromDispatchMetrics } from "../adapters/metrics/dispatch-metrics.js";
 import { Loop } from "../app/shared/loop.js";
 import { Watchdog } from "../app/watchdog/watchdog.js";
+import { ChronofenceClient } from "../client/client.js";
 import type { Config } from "../config/config.js";
 import type { Clock } from "../ports/clock.js";
 import type { AlertSink } from "../ports/watchdog.js";
@@ -32,10 +32,12 @@ export async function startWatchdog(
 ): Promise<RunningWatchdog> {
   if (config.apiKey === undefined) throw new Error("the watchdog needs CF_API_KEY");
   const log = logger.child({ role: "watchdog" });
-  const client = new ApiClient({
-    baseUrl: config.apiUrl,
+  const client = new ChronofenceClient({
+    url: config.apiUrl,
     apiKey: config.apiKey,
     timeoutMs: Math.min(10_000, config.watchdogCheckIntervalMs * 2),
+    // The next check tries again: a rate-limited canary must not hold up the loop.
+    maxRetries: 0,
   });
   // Only the process metrics and the alert gauge; PromDispatchMetrics brings the registry.
   const metrics = new PromDispatchMetrics({ defaultMetrics: true });

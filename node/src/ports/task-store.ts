@@ -24,6 +24,19 @@ export interface TaskFilter {
   /** Exclusive keyset cursor: the id of the last task of the previous page. */
   afterId?: string;
   limit: number;
+  /**
+   * The change feed instead of the id order: tasks ordered by (updatedAtMs,
+   * id), strictly after `after`, among the tenant's `windowTasks` most
+   * recently created tasks only (so a page costs at most that many rows,
+   * with no index on updated_at). `afterId` is then ignored.
+   */
+  changes?: { after: ChangePosition; windowTasks: number };
+}
+
+/** A position in the change feed: a task's updated_at and id. */
+export interface ChangePosition {
+  updatedAtMs: number;
+  id: string;
 }
 
 export type CancelOutcome =

@@ -222,6 +222,7 @@ function queryCase(rng: Rng): Case {
     `/v1/tasks?type=${rng.pick(["", "%00", "a%00b", "a%20b", "%ED%A0%80", "%ff"])}`,
     `/v1/tasks?limit=${rng.pick(["-1", "0", "1e3", "99999", "NaN"])}`,
     `/v1/tasks?cursor=${rng.pick(["x", "'; DROP TABLE tasks; --", "%27"])}`,
+    `/v1/tasks?order=${rng.pick(["", "x", "updated_at&updated_after=%00", "updated_at&updated_after=1e999", "updated_at&cursor=9999999999999999_x", "id&updated_after=2030-01-01T00:00:00Z"])}`,
     `/v${2 + rng.int(8)}/${rng.pick(["tasks", "x", ""])}`,
   ]);
   return { kind: "bad query", method: rng.pick(["GET", "DELETE"]), path };

@@ -171,11 +171,20 @@ describe("chronofence schedules (CLI over HTTP)", () => {
     const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => {
       lines.push(String(line));
     });
+    const errors: string[] = [];
+    const errorSpy = vi.spyOn(console, "error").mockImplementation((line: unknown) => {
+      errors.push(String(line));
+    });
     try {
       await main(["node", "chronofence", "schedules", "--api-url", fixture.api.baseUrl, ...args]);
     } finally {
       spy.mockRestore();
+      errorSpy.mockRestore();
     }
+    // A failed API command prints its error and sets the exit code (docs/cli.md).
+    const code = process.exitCode;
+    process.exitCode = undefined;
+    if (code !== undefined && code !== 0) throw new Error(`exit ${code}: ${errors.join("\n")}`);
     return lines;
   }
 
@@ -205,9 +214,9 @@ describe("chronofence schedules (CLI over HTTP)", () => {
     const [json] = await cli("--json", "get", id);
     expect(JSON.parse(json!)).toMatchObject({ id, jitter_ms: 250, payload: { a: 1 }, history: [] });
     expect(await cli("delete", id)).toEqual([`deleted ${id} (0 tasks cancelled)`]);
-    await expect(cli("get", id)).rejects.toThrow(/404 schedule not found/);
+    await expect(cli("get", id)).rejects.toThrow(/exit 3: .*HTTP 404\): schedule not found/);
     await expect(cli("create", "--name", "bad", "--cron", "* * *", "--type", "x")).rejects.toThrow(
-      /422 a cron expression has 5 fields/,
+      /exit 5: .*HTTP 422\): a cron expression has 5 fields/,
     );
   });
 });

@@ -9,9 +9,9 @@
 import { pino } from "pino";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { systemClock } from "../../src/adapters/clock/system-clock.js";
-import { ApiClient } from "../../src/adapters/http/api-client.js";
 import { HttpWatchdogApi } from "../../src/adapters/http/watchdog-api.js";
 import { CANARY_ALERT, Watchdog } from "../../src/app/watchdog/watchdog.js";
+import { ChronofenceClient } from "../../src/client/client.js";
 import { type RunningWorker, startWorker } from "../../src/main/worker.js";
 import type { Alert, AlertSink } from "../../src/ports/watchdog.js";
 import { type ApiFixture, call, startApiFixture } from "./support/api.js";
@@ -85,8 +85,8 @@ function watchdog() {
       resolved.push(alert);
     },
   };
-  const client = new ApiClient({
-    baseUrl: fixture.api.baseUrl,
+  const client = new ChronofenceClient({
+    url: fixture.api.baseUrl,
     apiKey: fixture.tenant.apiKey,
     timeoutMs: 5000,
   });

@@ -7,9 +7,9 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { systemClock } from "../../src/adapters/clock/system-clock.js";
-import { ApiClient } from "../../src/adapters/http/api-client.js";
 import { HttpWatchdogApi } from "../../src/adapters/http/watchdog-api.js";
 import { CANARY_ALERT, Watchdog } from "../../src/app/watchdog/watchdog.js";
+import { ChronofenceClient } from "../../src/client/client.js";
 import type { Alert, AlertSink } from "../../src/ports/watchdog.js";
 import { type ApiFixture, call, startApiFixture } from "./support/api.js";
 import { waitUntil } from "./support/wait.js";
@@ -36,8 +36,8 @@ it("alerts on a canary that never completes and on a schedule that never complet
     },
     resolve: async () => undefined,
   };
-  const client = new ApiClient({
-    baseUrl: fixture.api.baseUrl,
+  const client = new ChronofenceClient({
+    url: fixture.api.baseUrl,
     apiKey: fixture.tenant.apiKey,
     timeoutMs: 5000,
   });

@@ -55,23 +55,38 @@ const attemptFields = {
     .string()
     .transform((s) => s.toUpperCase())
     .pipe(z.iso.datetime({ offset: true }))
+    .meta({ format: "date-time" })
     .optional(),
 };
-const leased = z.strictObject({
-  ...attemptFields,
-  lease_ms: z.number().int().min(1000).max(3_600_000).default(DEFAULT_EXECUTION_LEASE_MS),
-});
-const completion = z.strictObject({ ...attemptFields, result: z.unknown().optional() });
-const interruption = z.strictObject({ ...attemptFields, message: storable(4096).optional() });
-const failure = z.strictObject({
-  ...attemptFields,
-  error: z.strictObject({
-    message: storable(4096),
-    code: storable(100).optional(),
-    retryable: z.boolean().default(true),
-    details: z.unknown().optional(),
-  }),
-});
+// The bodies, exported for the OpenAPI document and the typed client (openapi/).
+export const ExecutionLeaseRequest = z
+  .strictObject({
+    ...attemptFields,
+    lease_ms: z.number().int().min(1000).max(3_600_000).default(DEFAULT_EXECUTION_LEASE_MS),
+  })
+  .meta({
+    id: "ExecutionLeaseRequest",
+    description: "start and heartbeat: the attempt and its lease.",
+  });
+export const ExecutionCompleteRequest = z
+  .strictObject({ ...attemptFields, result: z.unknown().optional() })
+  .meta({ id: "ExecutionCompleteRequest" });
+export const ExecutionInterruptRequest = z
+  .strictObject({ ...attemptFields, message: storable(4096).optional() })
+  .meta({ id: "ExecutionInterruptRequest" });
+export const ExecutionFailRequest = z
+  .strictObject({
+    ...attemptFields,
+    error: z.strictObject({
+      message: storable(4096),
+      code: storable(100).optional(),
+      retryable: z.boolean().default(true),
+      details: z.unknown().optional(),
+    }),
+  })
+  .meta({ id: "ExecutionFailRequest" });
+/** The replay body: empty, or {} (no options yet). */
+export const ReplayRequest = z.strictObject({}).meta({ id: "ReplayRequest" });
 
 export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting): Route[] {
   const route = (
@@ -101,7 +116,7 @@ export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting):
 
   return [
     route("start", SMALL_BODY_BYTES, async (principal, taskId, input) => {
-      const body = parse(leased, input);
+      const body = parse(ExecutionLeaseRequest, input);
       const outcome = await deps.executions.start(
         refOf(principal, taskId, body),
         body.worker_id,
@@ -121,7 +136,7 @@ export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting):
       });
     }),
     route("heartbeat", SMALL_BODY_BYTES, async (principal, taskId, input) => {
-      const body = parse(leased, input);
+      const body = parse(ExecutionLeaseRequest, input);
       const outcome = await deps.executions.heartbeat(
         refOf(principal, taskId, body),
         body.worker_id,
@@ -136,7 +151,7 @@ export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting):
       });
     }),
     route("complete", deps.maxBodyBytes, async (principal, taskId, input) => {
-      const body = parse(completion, input);
+      const body = parse(ExecutionCompleteRequest, input);
       const resultJson = storableJson(body.result ?? null, "result", principal);
       const outcome = await deps.executions.complete(
         refOf(principal, taskId, body),
@@ -147,7 +162,7 @@ export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting):
       return json(200, { task_id: taskId, status: "COMPLETED" });
     }),
     route("fail", deps.maxBodyBytes, async (principal, taskId, input) => {
-      const body = parse(failure, input);
+      const body = parse(ExecutionFailRequest, input);
       const reported: ExecutionFailure = {
         message: body.error.message,
         retryable: body.error.retryable,
@@ -166,7 +181,7 @@ export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting):
     }),
     // The worker is stopping: the task is due again at once and the attempt is given back.
     route("interrupt", SMALL_BODY_BYTES, async (principal, taskId, input) => {
-      const body = parse(interruption, input);
+      const body = parse(ExecutionInterruptRequest, input);
       const outcome = await deps.executions.interrupt(
         refOf(principal, taskId, body),
         workerStoppingFailure(body.message),
@@ -182,7 +197,7 @@ export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting):
       admit: (request) =>
         admitting(SMALL_BODY_BYTES, 1, async (principal, raw) => {
           // No options yet: an empty body or {} (anything else is refused, not ignored).
-          if (raw.length > 0) parse(z.strictObject({}), parseJson(raw));
+          if (raw.length > 0) parse(ReplayRequest, parseJson(raw));
           return replay(deps, principal, request.params[0] ?? "");
         })(request),
     },

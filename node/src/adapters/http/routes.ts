@@ -224,7 +224,14 @@ async function readiness(checks: HealthCheck[]): Promise<HttpReply> {
 function listQueryOf(query: string) {
   const params = new URLSearchParams(query);
   const get = (name: string) => params.get(name) ?? undefined;
-  return { status: get("status"), type: get("type"), cursor: get("cursor"), limit: get("limit") };
+  return {
+    status: get("status"),
+    type: get("type"),
+    cursor: get("cursor"),
+    limit: get("limit"),
+    order: get("order"),
+    updated_after: get("updated_after"),
+  };
 }
 
 function batchSizeOf(body: unknown): number {

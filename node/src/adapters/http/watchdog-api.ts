@@ -1,13 +1,13 @@
-/** The watchdog's API port over HTTP: the same endpoints any user calls. */
+/** The watchdog's API port over HTTP: the same endpoints any user calls, through the typed client. */
+import type { ChronofenceClient } from "../../client/client.js";
 import type { TaskStatus } from "../../domain/task.js";
 import type { WatchdogApi, WatchedScheduleView } from "../../ports/watchdog.js";
-import type { ApiClient } from "./api-client.js";
 
 export class HttpWatchdogApi implements WatchdogApi {
-  constructor(private readonly client: ApiClient) {}
+  constructor(private readonly client: ChronofenceClient) {}
 
   async submitCanary(type: string, delayMs: number): Promise<string> {
-    const task = await this.client.request("POST", "/v1/tasks", {
+    const task = await this.client.tasks.submit({
       type,
       delay_ms: delayMs,
       priority: "critical",
@@ -17,38 +17,33 @@ export class HttpWatchdogApi implements WatchdogApi {
   }
 
   async taskStatus(taskId: string): Promise<TaskStatus> {
-    return (await this.client.request("GET", `/v1/tasks/${taskId}`)).status;
+    return (await this.client.tasks.get(taskId)).status;
   }
 
   async watchedSchedules(): Promise<WatchedScheduleView[]> {
     const watched: WatchedScheduleView[] = [];
-    let cursor: string | null = null;
-    do {
-      const query: string = cursor === null ? "" : `&cursor=${cursor}`;
-      const page = await this.client.request("GET", `/v1/schedules?limit=1000${query}`);
-      for (const s of page.schedules) {
-        if (s.expect_within_ms === null) continue;
-        watched.push({
-          id: s.id,
-          name: s.name,
-          expression: s.expression,
-          timeZone: s.time_zone,
-          jitterMs: s.jitter_ms,
-          expectWithinMs: s.expect_within_ms,
-          paused: s.paused,
-          createdAtMs: Date.parse(s.created_at),
-          updatedAtMs: Date.parse(s.updated_at),
-        });
-      }
-      cursor = page.next_cursor;
-    } while (cursor !== null);
+    for await (const s of this.client.schedules.list({ limit: 1000 })) {
+      if (s.expect_within_ms === null) continue;
+      watched.push({
+        id: s.id,
+        name: s.name,
+        expression: s.expression,
+        timeZone: s.time_zone,
+        jitterMs: s.jitter_ms,
+        expectWithinMs: s.expect_within_ms,
+        paused: s.paused,
+        createdAtMs: Date.parse(s.created_at),
+        updatedAtMs: Date.parse(s.updated_at),
+      });
+    }
     return watched;
   }
 
   async history(scheduleId: string, limit: number) {
-    const view = await this.client.request("GET", `/v1/schedules/${scheduleId}?history=${limit}`);
-    return (view.history as Array<{ scheduled_for: string; status: TaskStatus | null }>).map(
-      (o) => ({ scheduledForMs: Date.parse(o.scheduled_for), status: o.status }),
-    );
+    const view = await this.client.schedules.get(scheduleId, { history: limit });
+    return view.history.map((o) => ({
+      scheduledForMs: Date.parse(o.scheduled_for),
+      status: o.status,
+    }));
   }
 }

@@ -10,7 +10,7 @@ import type {
 import { roundMs, roundMsOrNull } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import { type PgPool, withTenant } from "./pool.js";
-import { CANCEL_TASK, GET_TASK, INSERT_TASKS, LIST_TASKS } from "./sql/tasks.js";
+import { CANCEL_TASK, GET_TASK, INSERT_TASKS, LIST_TASK_CHANGES, LIST_TASKS } from "./sql/tasks.js";
 import { LOCK_WORKFLOW_OF_TASK } from "./sql/workflows.js";
 import { releaseDependents } from "./workflow-release.js";
 
@@ -48,10 +48,23 @@ export class PgTaskStore implements TaskStore {
   }
 
   async list(tenantId: string, filter: TaskFilter): Promise<Task[]> {
-    const params = [tenantId, filter.status ?? null, filter.type ?? null, filter.afterId ?? null];
+    const { changes } = filter;
+    const where = [tenantId, filter.status ?? null, filter.type ?? null];
+    const [statement, params] = changes
+      ? [
+          LIST_TASK_CHANGES,
+          [
+            ...where,
+            changes.after.updatedAtMs,
+            changes.after.id,
+            filter.limit,
+            changes.windowTasks,
+          ],
+        ]
+      : [LIST_TASKS, [...where, filter.afterId ?? null, filter.limit]];
     try {
       return await withTenant(this.pool, tenantId, async (client) => {
-        const result = await client.query(LIST_TASKS, [...params, filter.limit]);
+        const result = await client.query(statement, params);
         return result.rows.map(toTask);
       });
     } catch (error) {

@@ -5,17 +5,28 @@ import { TASK_STATUSES, type Task, type TaskStatus } from "../../domain/task.js"
 import type { Principal } from "../../domain/tenant.js";
 import type { CancelNotifier } from "../../ports/cancel-notifier.js";
 import type { Clock } from "../../ports/clock.js";
-import type { TaskFilter, TaskStore } from "../../ports/task-store.js";
+import type { ChangePosition, TaskFilter, TaskStore } from "../../ports/task-store.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const DEFAULT_PAGE_LIMIT = 100;
 export const MAX_PAGE_LIMIT = 1000;
+
+/**
+ * The change feed (`order=updated_at`) looks at this many of a tenant's most
+ * recently created tasks, no more: the bound on what one page costs
+ * (docs/api.md, "The change feed").
+ */
+export const CHANGE_FEED_WINDOW_TASKS = 10_000;
 
 export interface ListQuery {
   status?: string | undefined;
   type?: string | undefined;
   cursor?: string | undefined;
   limit?: string | undefined;
+  /** `id` (default) or `updated_at` (the change feed). */
+  order?: string | undefined;
+  /** With order=updated_at: RFC 3339, exclusive. */
+  updated_after?: string | undefined;
 }
 
 export interface TaskPage {
@@ -43,7 +54,9 @@ export class TaskQueries {
     const tasks = await this.store.list(principal.tenantId, { ...filter, limit: filter.limit + 1 });
     const hasMore = tasks.length > filter.limit;
     const page = hasMore ? tasks.slice(0, filter.limit) : tasks;
-    return { tasks: page, nextCursor: hasMore ? page[page.length - 1]!.id : null };
+    const last = page[page.length - 1];
+    if (!hasMore || !last) return { tasks: page, nextCursor: null };
+    return { tasks: page, nextCursor: filter.changes ? changeCursorOf(last) : last.id };
   }
 
   async cancel(principal: Principal, taskId: string): Promise<Task> {
@@ -77,7 +90,14 @@ export function parseListQuery(query: ListQuery): TaskFilter {
     if (!TASK_TYPE_PATTERN.test(query.type)) throw badQuery("type", query.type);
     filter.type = query.type;
   }
-  if (query.cursor !== undefined) {
+  if (query.order !== undefined && query.order !== "id" && query.order !== "updated_at") {
+    throw badQuery("order", query.order);
+  }
+  if (query.order === "updated_at") {
+    filter.changes = { after: changeStartOf(query), windowTasks: CHANGE_FEED_WINDOW_TASKS };
+  } else if (query.updated_after !== undefined) {
+    throw badQuery("updated_after", query.updated_after, "only with order=updated_at");
+  } else if (query.cursor !== undefined) {
     if (!UUID.test(query.cursor)) throw badQuery("cursor", query.cursor);
     filter.afterId = query.cursor;
   }
@@ -96,7 +116,32 @@ const notFound = (taskId: string) =>
     details: { task_id: taskId.slice(0, 64) },
   });
 
-const badQuery = (field: string, value: string) =>
-  new ChronofenceError(ErrorCode.InvalidRequest, `invalid query parameter ${field}`, {
-    details: { field, value: value.slice(0, 64) },
-  });
+/** The feed's cursor: `<updated_at ms>_<id>` of the last task of a page (opaque to clients). */
+const changeCursorOf = (task: Task): string => `${task.updatedAtMs}_${task.id}`;
+const CHANGE_CURSOR = /^(\d{1,15})_([0-9a-f-]{36})$/i;
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+const NIL_UUID = "00000000-0000-0000-0000-000000000000";
+
+/** Where a feed page starts: its cursor, else just after updated_after, else the beginning. */
+function changeStartOf(query: ListQuery): ChangePosition {
+  if (query.cursor !== undefined) {
+    const match = CHANGE_CURSOR.exec(query.cursor);
+    if (!match || !UUID.test(match[2]!)) throw badQuery("cursor", query.cursor);
+    return { updatedAtMs: Number(match[1]), id: match[2]! };
+  }
+  if (query.updated_after === undefined) return { updatedAtMs: 0, id: NIL_UUID };
+  const text = query.updated_after.toUpperCase().replace(" ", "T");
+  const ms = RFC3339.test(text) ? Date.parse(text) : Number.NaN;
+  if (!Number.isFinite(ms)) {
+    throw badQuery("updated_after", query.updated_after, "an RFC 3339 instant");
+  }
+  // Exclusive: after every id of the instant's last whole millisecond.
+  return { updatedAtMs: Math.floor(ms), id: "ffffffff-ffff-ffff-ffff-ffffffffffff" };
+}
+
+const badQuery = (field: string, value: string, expected?: string) =>
+  new ChronofenceError(
+    ErrorCode.InvalidRequest,
+    `invalid query parameter ${field}${expected ? `: ${expected}` : ""}`,
+    { details: { field, value: value.slice(0, 64) } },
+  );

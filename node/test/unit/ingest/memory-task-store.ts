@@ -44,12 +44,22 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async list(tenantId: string, filter: TaskFilter): Promise<Task[]> {
-    return [...this.tasks.values()]
+    const byId = [...this.tasks.values()]
       .filter((t) => t.tenantId === tenantId)
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
+    const { changes } = filter;
+    const matching = (changes ? byId.slice(-changes.windowTasks) : byId)
       .filter((t) => !filter.status || t.status === filter.status)
-      .filter((t) => !filter.type || t.type === filter.type)
-      .filter((t) => !filter.afterId || t.id > filter.afterId)
-      .sort((a, b) => (a.id < b.id ? -1 : 1))
+      .filter((t) => !filter.type || t.type === filter.type);
+    if (!changes) {
+      return matching
+        .filter((t) => !filter.afterId || t.id > filter.afterId)
+        .slice(0, filter.limit);
+    }
+    const { updatedAtMs, id } = changes.after;
+    return matching
+      .filter((t) => t.updatedAtMs > updatedAtMs || (t.updatedAtMs === updatedAtMs && t.id > id))
+      .sort((a, b) => a.updatedAtMs - b.updatedAtMs || (a.id < b.id ? -1 : 1))
       .slice(0, filter.limit);
   }
 

@@ -54,6 +54,27 @@ export const LIST_TASKS = `SELECT ${TASK_COLUMNS} FROM tasks
   LIMIT $5`;
 
 /**
+ * list-task-changes: the change feed (GET /v1/tasks?order=updated_at), one
+ * page of a tenant's tasks in (updated_at, id) order after a position,
+ * looking only at its $7 most recently created tasks: the inner scan walks
+ * tasks_tenant_id_idx backwards and stops there, so a page costs at most $7
+ * index entries and heap rows whatever the feed's position, with no index
+ * on updated_at (which every transition would maintain).
+ * $1 tenant_id uuid, $2 status text|null, $3 type text|null,
+ * $4 after updated_at ms float8, $5 after id uuid (exclusive position),
+ * $6 limit int, $7 window of newest tasks int. Locks: nothing.
+ * → up to $6 rows of TASK_COLUMNS.
+ */
+export const LIST_TASK_CHANGES = `SELECT ${TASK_COLUMNS} FROM (
+    SELECT * FROM tasks WHERE tenant_id = $1 ORDER BY id DESC LIMIT $7
+  ) newest
+  WHERE ($2::text IS NULL OR status = $2)
+    AND ($3::text IS NULL OR type = $3)
+    AND (updated_at, id) > (${sqlTimestamptz("$4")}, $5::uuid)
+  ORDER BY updated_at, id
+  LIMIT $6`;
+
+/**
  * cancel-task: moves a task to CANCELLED if it has not started, and writes
  * the audit row in the same statement (so in the same transaction).
  * $1 tenant_id uuid, $2 id uuid, $3 now_ms float8, $4 api_key_id uuid,
