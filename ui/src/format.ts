@@ -18,6 +18,7 @@ export function duration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return "—";
   const abs = Math.abs(ms);
   const sign = ms < 0 ? "−" : "";
+  if (abs === 0) return "0 ms";
   if (abs < 1) return `${sign}${Math.round(abs * 1000)} µs`;
   if (abs < 1000) return `${sign}${abs < 10 ? abs.toFixed(1) : Math.round(abs)} ms`;
   if (abs < 60_000) return `${sign}${(abs / 1000).toFixed(abs < 10_000 ? 2 : 1)} s`;

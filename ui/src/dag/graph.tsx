@@ -5,7 +5,7 @@
  * button folds them again), and edges into and out of it are bundled, so a 10,000-node
  * fan-out draws as a handful of shapes. A canvas, not SVG: its cost does not
  * grow with DOM nodes, and only what is on screen is drawn. An expanded wide
- * level wraps into sub-columns of MAX_ROWS, so 10,000 nodes fit as a grid. Drag to pan,
+ * level wraps into sub-columns, so 10,000 nodes fit as a grid. Drag to pan,
  * wheel to zoom, click a node to open its task.
  */
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
@@ -13,8 +13,14 @@ import type { WorkflowNode } from "../api.js";
 import { type DagLayout, layoutDag } from "./layout.js";
 
 export const COLLAPSE_AT = 150;
-/** An expanded level taller than this many rows wraps into side-by-side sub-columns. */
-const MAX_ROWS = 60;
+/**
+ * An expanded level taller than MIN_WRAP rows wraps into side-by-side
+ * sub-columns of about √(2.7·n) rows: a level of n nodes then fills a box of
+ * roughly the canvas's shape (a 10,000-node level: 165 rows × 61 columns).
+ */
+const MIN_WRAP = 60;
+const rowsFor = (n: number) =>
+  n <= MIN_WRAP ? Math.max(1, n) : Math.max(MIN_WRAP, Math.ceil(Math.sqrt(n * 2.7)));
 const GAP_X = 50;
 const SUB_GAP = 8;
 const BOX_W = 150;
@@ -55,7 +61,7 @@ function geometry(layout: DagLayout, expanded: ReadonlySet<number>): Geometry {
   layout.levels.forEach((members, l) => {
     if (members.length > COLLAPSE_AT && !expanded.has(l)) collapsed.add(l);
   });
-  const rowsOf = layout.levels.map((m) => Math.max(1, Math.min(MAX_ROWS, m.length)));
+  const rowsOf = layout.levels.map((m) => rowsFor(m.length));
   const colsOf = layout.levels.map((m, l) =>
     collapsed.has(l) ? 1 : Math.ceil(m.length / rowsOf[l]!),
   );
