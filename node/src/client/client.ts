@@ -13,6 +13,7 @@
  */
 import { type Call, Transport, type TransportOptions } from "./transport.js";
 import type {
+  AlertReport,
   BatchItem,
   ExecutionCompleted,
   ExecutionCompletion,
@@ -45,6 +46,7 @@ export class ChronofenceClient {
   readonly workflows: WorkflowCalls;
   readonly schedules: ScheduleCalls;
   readonly executions: ExecutionCalls;
+  readonly watchdog: WatchdogCalls;
 
   constructor(options: ClientOptions) {
     const transport = new Transport(options);
@@ -53,6 +55,7 @@ export class ChronofenceClient {
     this.workflows = new WorkflowCalls(send);
     this.schedules = new ScheduleCalls(send);
     this.executions = new ExecutionCalls(send);
+    this.watchdog = new WatchdogCalls(send);
   }
 }
 
@@ -217,5 +220,20 @@ export class ExecutionCalls {
 
   interrupt(taskId: string, interruption: ExecutionInterruption): Promise<ExecutionSettled> {
     return this.call(taskId, "interrupt", interruption);
+  }
+}
+
+/** What the watchdog reports for the dashboard (docs/dashboard.md). */
+export class WatchdogCalls {
+  constructor(private readonly send: Send) {}
+
+  /** Stores an alert's transition (firing or resolved) for the key's tenant; repeating it is harmless. */
+  reportAlert(report: AlertReport): Promise<{ key: string; state: AlertReport["state"] }> {
+    return this.send({
+      method: "POST",
+      path: "/v1/watchdog/alerts",
+      body: report,
+      repeatable: true,
+    });
   }
 }

@@ -74,3 +74,6 @@ export interface TaskFilter {
   /** With order `updated_at`: changes after this instant (RFC 3339 or a Date). */
   updatedAfter?: string | Date;
 }
+
+/** A watchdog alert transition (`POST /v1/watchdog/alerts`). */
+export type { AlertReport } from "../ports/dashboard-store.js";

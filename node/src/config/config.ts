@@ -199,6 +199,15 @@ const schema = z.object({
   watchdogCheckIntervalMs: intFromEnv(50, 3_600_000).default(5000),
   /** CF_WATCHDOG_WEBHOOK_URL: alerts (firing and resolved) are POSTed here as JSON. */
   watchdogWebhookUrl: z.url().optional(),
+  /**
+   * CF_ADMIN_TOKEN: the operator's credential for the dashboard's cluster page (GET /v1/cluster);
+   * unset, that page shows nothing. Compared in constant time; at least 16 characters.
+   */
+  adminToken: z.string().min(16).max(512).optional(),
+  /** CF_NODE_REPORT_INTERVAL_MS: how often each node writes its row of cluster_nodes and its tenants' activity. */
+  nodeReportIntervalMs: intFromEnv(100, 600_000).default(5000),
+  /** CF_UI_DIR: the built dashboard the API serves at /ui ("" = the package's dist/ui). */
+  uiDir: z.string().default(""),
   /** LOG_LEVEL */
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -290,6 +299,9 @@ const ENV_NAMES: Record<keyof Config, string> = {
   watchdogCanaryDeadlineMs: "CF_WATCHDOG_CANARY_DEADLINE_MS",
   watchdogCheckIntervalMs: "CF_WATCHDOG_CHECK_INTERVAL_MS",
   watchdogWebhookUrl: "CF_WATCHDOG_WEBHOOK_URL",
+  adminToken: "CF_ADMIN_TOKEN",
+  nodeReportIntervalMs: "CF_NODE_REPORT_INTERVAL_MS",
+  uiDir: "CF_UI_DIR",
   logLevel: "LOG_LEVEL",
 };
 

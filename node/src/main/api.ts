@@ -31,6 +31,7 @@ import { WorkflowService } from "../app/workflows/workflows.js";
 import { type Config, horizonMsOf } from "../config/config.js";
 import type { Clock } from "../ports/clock.js";
 import type { TaskStore } from "../ports/task-store.js";
+import { apiDashboard } from "./dashboard.js";
 import { uuidv7From } from "./ids.js";
 
 export interface RunningApi {
@@ -122,6 +123,7 @@ export async function startApi(
   let requestSeq = 0;
   const cancelNotifier = new RedisDispatchHotTier(redis, config.redisKeyPrefix);
   const nextRequestId = () => `${bootId}-${++requestSeq}`;
+  const dashboard = apiDashboard(config, clock, logger, pool, `chronofence-api-${bootId}`);
   const routes = apiRoutes({
     authenticator,
     ingest,
@@ -129,7 +131,9 @@ export async function startApi(
     executions: new ExecutionService(
       {
         // The API's pool runs as chronofence_api: row-level security scopes every execution call.
-        store: new PgExecutionStore(pool, { rowLevelSecurity: true, random: Math.random, newId }),
+        store: dashboard.recording(
+          new PgExecutionStore(pool, { rowLevelSecurity: true, random: Math.random, newId }),
+        ),
         hotTier,
         onError: onHotTierError,
       },
@@ -146,13 +150,15 @@ export async function startApi(
     maxBatchBodyBytes: config.maxBatchBodyBytes,
     nextRequestId,
   });
+  const schedules = new ScheduleService(new PgScheduleStore(pool), cancelNotifier, clock, newId);
   routes.push(
     ...scheduleRoutes({
       authenticator,
-      schedules: new ScheduleService(new PgScheduleStore(pool), cancelNotifier, clock, newId),
+      schedules,
       maxBodyBytes: config.maxSingleBodyBytes,
       nextRequestId,
     }),
+    ...dashboard.routes(authenticator, schedules),
   );
   const served = withApiReference(routes);
   const server = new HttpServer(served, {
@@ -182,6 +188,7 @@ export async function startApi(
   await maintenance.startNow();
   const port = await server.listen();
   logger.info({ port }, "api listening");
+  dashboard.listening(port);
 
   return {
     port,
@@ -190,6 +197,7 @@ export async function startApi(
       await server.close();
       await committer.whenIdle();
       await maintenance.stop();
+      await dashboard.stop();
       await Promise.allSettled([pool.end(), adminPool.end(), hotTier.close()]);
       logger.info("api stopped");
     },

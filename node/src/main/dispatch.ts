@@ -15,6 +15,9 @@ import { PgDispatchStore } from "../adapters/pg/dispatch-store.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import { PgLeaseStore } from "../adapters/pg/lease-store.js";
 import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
+import { ReconcilerActivity } from "../app/dashboard/reconciler-activity.js";
+import { RecordingExecutionStore } from "../app/dashboard/recording-execution-store.js";
+import { TenantActivity } from "../app/dashboard/tenant-activity.js";
 import { Dispatcher } from "../app/dispatch/dispatcher.js";
 import { Outbox } from "../app/dispatch/outbox.js";
 import { Preloader } from "../app/dispatch/preloader.js";
@@ -27,6 +30,7 @@ import type { Clock } from "../ports/clock.js";
 import type { DispatchStore } from "../ports/dispatch-store.js";
 import { wheelTimers } from "../timing/wheel-timers.js";
 import { uuidv7From } from "./ids.js";
+import { startNodeReport } from "./node-report.js";
 import { rolePgPool, roleRedis } from "./role-connections.js";
 
 export const DISPATCH_ROLES = ["dispatcher", "preloader", "reconciler"] as const;
@@ -138,6 +142,9 @@ export async function startDispatchRoles(
   ).start();
 
   const loops: Loop[] = [];
+  // For the dashboard: what the reconciler did, and the attempts it failed per tenant.
+  const reconciling = new ReconcilerActivity();
+  const activity = new TenantActivity();
   if (roles.has("preloader")) {
     const preloader = new Preloader(
       store,
@@ -156,11 +163,14 @@ export async function startDispatchRoles(
     );
   }
   if (roles.has("reconciler")) {
-    const executions = new PgExecutionStore(pool, {
-      rowLevelSecurity: false,
-      random: Math.random,
-      newId: uuidv7From(clock),
-    });
+    const executions = new RecordingExecutionStore(
+      new PgExecutionStore(pool, {
+        rowLevelSecurity: false,
+        random: Math.random,
+        newId: uuidv7From(clock),
+      }),
+      activity,
+    );
     const reconciler = new Reconciler(store, executions, hotTier, clock, metrics, {
       dispatchTimeoutMs: config.dispatchTimeoutMs,
       rehydrateAheadMs: config.reconcileAheadMs,
@@ -169,6 +179,7 @@ export async function startDispatchRoles(
     const step = async () => {
       if (!leases.isLeader) return false;
       const report = await reconciler.run();
+      reconciling.ran(report, clock.nowMs());
       if (report.claimsReturned + report.rearmed + report.leasesExpired + report.rehydrated > 0)
         log.info(report, "reconciled");
       return false;
@@ -180,11 +191,27 @@ export async function startDispatchRoles(
 
   const server = await startMetricsServer(metrics, config.host, config.metricsPort);
   log.info({ roles: [...roles], metricsPort: server.port }, "dispatch roles running");
+  const report = startNodeReport(
+    config,
+    clock,
+    { nodeId, family: "dispatch", roles: [...roles] },
+    () => ({
+      ...(roles.has("dispatcher") && {
+        dispatcher: { wheel_timers: timers.size, shards: Object.fromEntries(dispatcher.heldBy()) },
+      }),
+      ...(roles.has("reconciler") && {
+        reconciler: { leader: leases.isLeader, ...reconciling.describe() },
+      }),
+    }),
+    activity,
+    onError,
+  );
 
   return {
     nodeId,
     metricsPort: server.port,
     async stop() {
+      await report.stop();
       await Promise.allSettled(loops.map((loop) => loop.stop()));
       await leases.releaseAll().catch((error: unknown) => onError(error, "release leases"));
       await heartbeat.stop();

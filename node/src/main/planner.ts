@@ -18,6 +18,7 @@ import type { Config } from "../config/config.js";
 import type { Clock } from "../ports/clock.js";
 import { defaultNodeId, type RunningRoles } from "./dispatch.js";
 import { uuidv7From } from "./ids.js";
+import { startNodeReport } from "./node-report.js";
 import { rolePgPool, roleRedis } from "./role-connections.js";
 
 /** `metricsPort` overrides the config's when another role of the process listens there. */
@@ -81,10 +82,19 @@ export async function startPlanner(
 
   const server = await startMetricsServer(metrics, config.host, metricsPort);
   log.info({ metricsPort: server.port }, "planner running");
+  const report = startNodeReport(
+    config,
+    clock,
+    { nodeId, family: "planner", roles: ["planner"] },
+    () => ({ planner: { plan_shards: leases.validShards(PLAN_FAMILY) } }),
+    null,
+    onError,
+  );
   return {
     nodeId,
     metricsPort: server.port,
     async stop() {
+      await report.stop();
       await planning.stop();
       await leases.releaseAll().catch((error: unknown) => onError(error, "release leases"));
       await heartbeat.stop();

@@ -9,6 +9,7 @@ import {
   LogAlertSink,
   WebhookAlertSink,
 } from "../adapters/alerts/alert-sinks.js";
+import { ApiAlertSink } from "../adapters/alerts/api-alert-sink.js";
 import { startMetricsServer } from "../adapters/http/metrics-server.js";
 import { HttpWatchdogApi } from "../adapters/http/watchdog-api.js";
 import type { Logger } from "../adapters/logging/logger.js";
@@ -45,6 +46,11 @@ export async function startWatchdog(
   if (config.watchdogWebhookUrl !== undefined) {
     sinks.push(new WebhookAlertSink(config.watchdogWebhookUrl, 5000));
   }
+  // The dashboard's view of the alerts; never fails a transition (api-alert-sink.ts).
+  const dashboardSink = new ApiAlertSink(client, (error) =>
+    log.warn({ err: error }, "alert report to the API failed; sent again at the next check"),
+  );
+  sinks.push(dashboardSink);
   const watchdog = new Watchdog(
     new HttpWatchdogApi(client),
     new AllAlertSinks(sinks),
@@ -60,7 +66,11 @@ export async function startWatchdog(
     (error, what) => log.warn({ err: error }, `${what} failed`),
   );
   const loop = new Loop(
-    () => watchdog.check().then(() => false),
+    async () => {
+      await dashboardSink.flush(); // before the check: a newer report then replaces it
+      await watchdog.check();
+      return false;
+    },
     config.watchdogCheckIntervalMs,
     (error) => log.warn({ err: error }, "watchdog check failed"),
   ).start();

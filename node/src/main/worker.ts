@@ -24,6 +24,8 @@ import { PromWorkerMetrics } from "../adapters/metrics/worker-metrics.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import type { PgPool } from "../adapters/pg/pool.js";
 import { RedisHotTier } from "../adapters/redis/hot-tier.js";
+import { RecordingExecutionStore } from "../app/dashboard/recording-execution-store.js";
+import { TenantActivity } from "../app/dashboard/tenant-activity.js";
 import { ExecutionService } from "../app/execution/execution-service.js";
 import { Executor } from "../app/execution/executor.js";
 import { HandlerMap } from "../app/execution/handler-registry.js";
@@ -35,6 +37,7 @@ import type { Clock } from "../ports/clock.js";
 import type { HandlerRegistry } from "../ports/handler.js";
 import { defaultNodeId } from "./dispatch.js";
 import { uuidv7From } from "./ids.js";
+import { startNodeReport } from "./node-report.js";
 import { rolePgPool, roleRedis } from "./role-connections.js";
 
 export interface RunningWorker {
@@ -96,6 +99,8 @@ export async function startWorker(
   const executors: Executor[] = [];
   const consumers: KafkaTaskConsumer[] = [];
   const newId = uuidv7From(clock);
+  // Per-tenant starts, completions and failures, for the dashboard (app/dashboard/tenant-activity.ts).
+  const activity = new TenantActivity();
   for (const queue of queuesOf(config)) {
     const pool = rolePgPool(
       config,
@@ -114,7 +119,7 @@ export async function startWorker(
       coalesceMaxInFlight: Math.max(1, Math.floor(config.workerPgPoolSize / 2)),
     });
     const executions = new ExecutionService(
-      { store, hotTier, onError },
+      { store: new RecordingExecutionStore(store, activity), hotTier, onError },
       { hotWindowMs: config.hotWindowMs },
     );
     const executor = new Executor(
@@ -157,6 +162,14 @@ export async function startWorker(
   }
 
   const server = await startMetricsServer(metrics, config.host, config.workerMetricsPort);
+  const report = startNodeReport(
+    config,
+    clock,
+    { nodeId: workerId, family: "worker", roles: ["worker"] },
+    () => ({ worker: { queues: queuesOf(config), types: registry.types() } }),
+    activity,
+    onError,
+  );
   log.info(
     { queues: queuesOf(config), types: registry.types(), metricsPort: server.port },
     "worker running",
@@ -166,6 +179,7 @@ export async function startWorker(
     workerId,
     metricsPort: server.port,
     async stop() {
+      await report.stop();
       for (const executor of executors) executor.drain();
       const drained = Promise.allSettled(consumers.map((c) => c.stop()));
       const timer = setTimeout(() => {

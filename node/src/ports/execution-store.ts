@@ -52,6 +52,12 @@ export interface ExecutionRef {
    * HTTP workers may omit it (slower, same answers).
    */
   runAtMs?: number;
+  /**
+   * The envelope's dispatched_at (when its dispatcher fired it), if known:
+   * `start` stores it as tasks.dispatched_at, for the task's timeline. It
+   * costs no write of its own (the start's UPDATE sets it) and fences nothing.
+   */
+  dispatchedAtMs?: number;
 }
 
 /** What a worker reports when an attempt fails. Stored as tasks.last_error and in dead_letters. */

@@ -68,12 +68,14 @@ describe("migrate", () => {
     }
   });
 
-  it("refuses a numbering gap", async () => {
+  it("refuses two files with one number, and lists the others in order across a gap", async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), "cf-migrations-"));
     try {
-      await writeFile(path.join(dir, "000001_a.sql"), "SELECT 1");
       await writeFile(path.join(dir, "000003_c.sql"), "SELECT 1");
-      await expect(listMigrations(dir)).rejects.toThrow(/without gaps/);
+      await writeFile(path.join(dir, "000001_a.sql"), "SELECT 1");
+      expect((await listMigrations(dir)).map((m) => m.id)).toEqual([1, 3]);
+      await writeFile(path.join(dir, "000003_d.sql"), "SELECT 1");
+      await expect(listMigrations(dir)).rejects.toThrow(/two migrations are numbered 3/);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -14,7 +14,8 @@ export interface HttpRequestData {
 
 export interface HttpReply {
   status: number;
-  body: string;
+  /** Text, or bytes (the dashboard's static files). */
+  body: string | Uint8Array;
   contentType?: string;
   headers?: Array<[string, string]>;
 }

@@ -29,6 +29,10 @@ import { withTimeout } from "../../app/shared/with-timeout.js";
 import { type TopicKind, topicName } from "../../domain/envelope.js";
 import { OffsetWatermarks } from "./offset-watermarks.js";
 
+/** The consumer group of a queue's workers (consumer-lag.ts reads its offsets too). */
+export const workerGroupOf = (topicPrefix: string, kind: TopicKind): string =>
+  `${topicPrefix}chronofence-workers.${kind}`;
+
 export interface TaskConsumerOptions {
   brokers: string[];
   clientId: string;
@@ -101,7 +105,7 @@ export class KafkaTaskConsumer {
       retry: { retries: options.retries ?? 30, initialRetryTime: 200, maxRetryTime: 3000 },
     });
     this.consumer = kafka.consumer({
-      groupId: `${options.topicPrefix}chronofence-workers.${options.kind}`,
+      groupId: workerGroupOf(options.topicPrefix, options.kind),
       sessionTimeout: options.sessionTimeoutMs,
       heartbeatInterval: Math.max(100, Math.floor(options.sessionTimeoutMs / 5)),
       allowAutoTopicCreation: false,

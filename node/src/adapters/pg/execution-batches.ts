@@ -74,6 +74,7 @@ export class ExecutionBatches {
         group.map((i) => i.nowMs),
         leaseMs,
         ...runAtBounds(refs),
+        refs.map((r) => r.dispatchedAtMs ?? null),
       ]);
       const rows = byIdAndToken(result.rows);
       for (const input of group)

@@ -111,8 +111,10 @@ export class PgExecutionStore implements ExecutionStore {
       if (this.batches && hasRunAt(ref)) {
         row = await this.batches.start({ ref, workerId, leaseMs, nowMs });
       } else {
+        const dispatchedMs = ref.dispatchedAtMs ?? null;
         const params = [ref.tenantId, ref.taskId, ref.fencingToken, workerId, nowMs, leaseMs];
-        row = (await db.query(START[withRunAt(ref)], withRunAtParam(ref, params))).rows[0];
+        const all = withRunAtParam(ref, [...params, dispatchedMs]);
+        row = (await db.query(START[withRunAt(ref)], all)).rows[0];
       }
       if (!row) return null;
       return {

@@ -132,7 +132,7 @@ export function encodeRow(row: InsertRequest, ord: number): string {
   );
 }
 
-interface TaskRow {
+export interface TaskRow {
   id: string;
   tenant_id: string;
   type: string;
@@ -158,7 +158,8 @@ interface TaskRow {
   finished_at_ms: number | null;
 }
 
-function toTask(row: TaskRow): Task {
+/** A row of TASK_COLUMNS as a Task (the dashboard's reads share it). */
+export function toTask(row: TaskRow): Task {
   return {
     id: row.id,
     tenantId: row.tenant_id,

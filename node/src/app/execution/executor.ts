@@ -125,6 +125,7 @@ export class Executor {
       taskId: envelope.taskId,
       fencingToken: envelope.fencingToken,
       runAtMs: envelope.runAtMs,
+      dispatchedAtMs: envelope.dispatchedAtMs,
     };
     if (this.draining) return "abandoned";
     try {

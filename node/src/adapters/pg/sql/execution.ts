@@ -34,7 +34,9 @@ const runAtTest = (withRunAt: boolean, param: string) =>
 
 /**
  * start: $1 tenant_id, $2 id, $3 fencing_token, $4 worker_id, $5 now_ms,
- * $6 lease_ms [, $7 run_at timestamptz]. Locks: the task's row (UPDATE).
+ * $6 lease_ms, $7 dispatched_ms float8|null (the envelope's dispatched_at,
+ * NULL when the worker does not say) [, $8 run_at timestamptz].
+ * Locks: the task's row (UPDATE).
  * → 1 row if ARMED with this token (now RUNNING), else 0.
  */
 export const startTask = (withRunAt: boolean) => `
@@ -43,10 +45,11 @@ UPDATE tasks
        attempt = attempt + 1,
        lease_owner = $4,
        lease_expires_at = ${sqlTimestamptz("($5::float8 + $6::float8)")},
+       dispatched_at = ${sqlTimestamptz("$7::float8")},
        started_at = ${sqlTimestamptz("$5")},
        updated_at = ${sqlTimestamptz("$5")}
  WHERE tenant_id = $1 AND id = $2 AND fencing_token = $3::bigint AND status = 'ARMED'
-       ${runAtTest(withRunAt, "$7")}
+       ${runAtTest(withRunAt, "$8")}
 RETURNING attempt, max_attempts, timeout_ms, ${sqlEpochMs("run_at")} AS run_at_ms,
           ${sqlEpochMs("lease_expires_at")} AS lease_expires_at_ms`;
 
@@ -108,6 +111,18 @@ SELECT ${FAILURE_COLUMNS}
    FOR UPDATE SKIP LOCKED`;
 
 /**
+ * One entry of tasks.attempts (migrations/000017_attempt_history.sql) for
+ * the attempt a settling UPDATE ends, read from the row before the update
+ * (in SET, `t.` is the old row): its token, worker and instants, how it
+ * ended, and its error without the details.
+ */
+const endedAttempt = (outcome: string, endedMs: string, error: string) => `
+       attempts = cf_append_attempt(t.attempts, jsonb_build_object(
+         'attempt', t.attempt, 'fencing_token', t.fencing_token::text, 'worker_id', t.lease_owner,
+         'dispatched_at_ms', ${sqlEpochMs("t.dispatched_at")}, 'started_at_ms', ${sqlEpochMs("t.started_at")},
+         'ended_at_ms', ${endedMs}::float8, 'outcome', ${outcome}, 'error', ${error} - 'details')),`;
+
+/**
  * settle-failures: applies decided failures to locked rows, in one statement.
  * $1 ids uuid[], $2 run_at_ms float8[] (current), $3 next_run_at_ms float8[]
  * (NULL: dead), $4 last_error jsonb[] , $5 now_ms, $6 attempt int[] (the
@@ -116,7 +131,8 @@ SELECT ${FAILURE_COLUMNS}
  * → the rows changed (id, status). Every settled row gets a new fencing token, so nothing
  * the failed attempt's holder sends afterwards can match. Retried rows may
  * move to a later day's partition (Postgres moves a row whose partition key
- * changes: delete from the old partition, insert into the new one).
+ * changes: delete from the old partition, insert into the new one). The
+ * ended attempt is appended to tasks.attempts in the same UPDATE.
  */
 export const SETTLE_FAILURES = `
 WITH decided AS (
@@ -128,7 +144,12 @@ WITH decided AS (
 )
 UPDATE tasks t
    SET status = CASE WHEN d.next_run_at IS NULL THEN 'DEAD' ELSE 'SCHEDULED' END,
-       run_at = coalesce(d.next_run_at, t.run_at),
+       run_at = coalesce(d.next_run_at, t.run_at),${endedAttempt(
+         `CASE WHEN d.next_run_at IS NULL THEN 'dead' WHEN d.attempt < t.attempt THEN 'interrupted'
+                ELSE 'retried' END`,
+         "$5",
+         "d.last_error",
+       )}
        fencing_token = nextval('fencing_token_seq'),
        attempt = d.attempt,
        last_error = d.last_error,
@@ -224,7 +245,8 @@ const statusIs = (status: "ARMED" | "RUNNING") =>
  * coalesced starts). $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[],
  * $4 run_at_ms float8[], $5 worker_id text, $6 now_ms float8[], $7 lease_ms
  * float8, $8 min run_at, $9 max run_at (timestamptz; lets the planner prune
- * partitions). Locks: the rows it updates.
+ * partitions), $10 dispatched_ms float8[] (the envelopes' dispatched_at,
+ * NULL where unknown). Locks: the rows it updates.
  * → one row per task started (id, token, attempt, max_attempts, timeout_ms,
  *   run_at_ms, lease_expires_at_ms). A task named twice is updated once (the
  *   caller answers the second `stale`).
@@ -235,10 +257,11 @@ UPDATE tasks t
        attempt = t.attempt + 1,
        lease_owner = $5,
        lease_expires_at = ${sqlTimestamptz("(r.now_ms + $7::float8)")},
+       dispatched_at = ${sqlTimestamptz("r.dispatched_ms")},
        started_at = ${sqlTimestamptz("r.now_ms")},
        updated_at = ${sqlTimestamptz("r.now_ms")}
-  FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::float8[], $6::float8[])
-       AS r (tenant_id, id, token, run_at_ms, now_ms)
+  FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::float8[], $6::float8[], $10::float8[])
+       AS r (tenant_id, id, token, run_at_ms, now_ms, dispatched_ms)
  WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
    AND ${statusIs("ARMED")} AND t.run_at = ${sqlTimestamptz("r.run_at_ms")}
    AND t.run_at >= $8::timestamptz AND t.run_at <= $9::timestamptz
@@ -274,12 +297,12 @@ export const COMPLETE_MANY_OUTSIDE_WORKFLOWS = completeMany(true);
  * cancel-failed: $1 ids uuid[], $2 run_at_ms float8[] (current), $3 last_error
  * jsonb[], $4 now_ms — RUNNING tasks locked by this transaction whose
  * workflow already failed (fail_fast) or was cancelled: CANCELLED with a new
- * fencing token instead of being retried.
+ * fencing token instead of being retried (the attempt appended to tasks.attempts).
  * Locks: the rows it updates (the caller's transaction holds them already). → no rows.
  */
 export const CANCEL_FAILED = `
 UPDATE tasks t
-   SET status = 'CANCELLED',
+   SET status = 'CANCELLED',${endedAttempt("'cancelled'", "$4", "d.last_error")}
        fencing_token = nextval('fencing_token_seq'),
        last_error = d.last_error,
        lease_expires_at = NULL,
