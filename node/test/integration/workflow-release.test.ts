@@ -15,6 +15,7 @@ import {
   TRIGGER_RULES,
   type TriggerRule,
 } from "../../src/domain/workflow-trigger.js";
+import { propertyParams } from "../support/property.js";
 import {
   finish,
   finishTask,
@@ -455,7 +456,7 @@ describe("property: the SQL releaser behaves as the in-memory run", () => {
           await run.finish(due[pick % due.length]!, ok ? "COMPLETED" : "DEAD");
         }
       }),
-      { numRuns: 30 },
+      propertyParams({ numRuns: 30 }),
     );
   }, 120_000);
 });
