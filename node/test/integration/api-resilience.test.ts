@@ -12,6 +12,7 @@ import {
   type TestApi,
   type TestTenant,
 } from "./support/api.js";
+import { gateProxy } from "./support/gate-proxy.js";
 import { type TestDatabase, testConfig, withPg } from "./support/services.js";
 
 let db: TestDatabase;
@@ -60,20 +61,41 @@ const waitingOnLock = () =>
 
 describe("Postgres down", () => {
   it("answers 503 and reports not ready, then serves again", async () => {
-    const api = await start({
-      databaseUrl: "postgres://postgres@127.0.0.1:1/nowhere",
-      pgConnectTimeoutMs: 500,
-    });
-    const res = await call(api.baseUrl, "POST", "/v1/tasks", {
-      key: tenant.apiKey,
-      body: { type: "a" },
-    });
-    expect(res.status).toBe(503);
-    expect(res.body.error.code).toBe("unavailable");
-    const ready = await call(api.baseUrl, "GET", "/readyz");
-    expect(ready.status).toBe(503);
-    expect(ready.body.checks.postgres).toBe("unavailable");
-    expect((await call(api.baseUrl, "GET", "/healthz")).status).toBe(200);
+    // The API reaches Postgres through a proxy the test shuts (connections refused, as when
+    // the server is down) and opens again; the shared server itself is never touched.
+    const target = new URL(db.url);
+    const proxy = await gateProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    const viaProxy = new URL(db.url);
+    viaProxy.port = String(proxy.port);
+    try {
+      await proxy.shut();
+      const api = await start({ databaseUrl: viaProxy.toString(), pgConnectTimeoutMs: 500 });
+      const post = () =>
+        call(api.baseUrl, "POST", "/v1/tasks", { key: tenant.apiKey, body: { type: "a" } });
+      const res = await post();
+      expect(res.status).toBe(503);
+      expect(res.body.error.code).toBe("unavailable");
+      const ready = await call(api.baseUrl, "GET", "/readyz");
+      expect(ready.status).toBe(503);
+      expect(ready.body.checks.postgres).toBe("unavailable");
+      expect((await call(api.baseUrl, "GET", "/healthz")).status).toBe(200);
+
+      await proxy.open();
+      // Serves again without a restart: the first request after Postgres is back may still
+      // meet a connection attempt that began while it was away.
+      await expect.poll(async () => (await post()).status, { timeout: 20_000 }).toBe(201);
+      const back = await call(api.baseUrl, "GET", "/readyz");
+      expect(back.status).toBe(200);
+      expect(back.body.checks).toEqual({ postgres: "ok", redis: "ok" });
+      const answer = await post();
+      expect(answer.status).toBe(201);
+      const stored = await withPg(db.url, (c) =>
+        c.query("SELECT status FROM tasks WHERE id = $1", [answer.body.id]),
+      );
+      expect(stored.rows).toEqual([{ status: "SCHEDULED" }]);
+    } finally {
+      await proxy.close();
+    }
   });
 });
 

@@ -1,7 +1,8 @@
 /**
  * POST/GET/DELETE /v1/workflows through the real API on real Postgres and
- * Redis. Workers do not exist in this branch: a node "runs" by a SQL
- * transaction that completes it and calls releaseDependents (support/workflows.ts).
+ * Redis. No worker runs here: a node "runs" through the statements a worker
+ * sends — armed, started, and ended by the fenced completion or failure that
+ * runs the releaser in its transaction (support/workflows.ts).
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,7 +16,7 @@ import {
   type TestTenant,
 } from "./support/api.js";
 import { TEST_REDIS_URL } from "./support/services.js";
-import { finish } from "./support/workflows.js";
+import { finish, startNode } from "./support/workflows.js";
 
 let fixture: ApiFixture;
 let a: TestTenant;
@@ -227,7 +228,7 @@ describe("DELETE /v1/workflows/{id}", () => {
       })
     ).body;
     const running = nodeOf(created, "r1").task_id;
-    await pool.query("UPDATE tasks SET status = 'RUNNING' WHERE id = $1", [running]);
+    const attempt = await startNode({ pool }, running);
     const res = await api("DELETE", `/v1/workflows/${created.id}`, a.apiKey);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: "CANCELLED", pending_nodes: 1, finished_at: null });
@@ -242,8 +243,10 @@ describe("DELETE /v1/workflows/{id}", () => {
       [created.id],
     );
     expect(audit.rows).toEqual([{ n: 2 }]);
-    const step = await finish({ pool }, running, "COMPLETED");
-    expect(step.finished).toEqual({ workflowId: created.id, status: "CANCELLED" });
+    await finish({ pool }, running, "COMPLETED", { started: attempt });
+    const ended = (await api("GET", `/v1/workflows/${created.id}`, a.apiKey)).body;
+    expect(ended).toMatchObject({ status: "CANCELLED", pending_nodes: 0 });
+    expect(ended.finished_at).not.toBeNull();
     expect((await api("DELETE", `/v1/workflows/${created.id}`, a.apiKey)).status).toBe(409);
   });
 

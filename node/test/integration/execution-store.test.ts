@@ -353,6 +353,18 @@ describe("failures", () => {
   });
 
   it("a writer that waited on a row another transaction moved retries and answers stale", async () => {
+    // From a connection of its own: a transaction sees pg_stat_activity as of its first read.
+    const lockWaiters = () =>
+      withPg(
+        fixture.db.url,
+        async (c) =>
+          (
+            await c.query(
+              `SELECT count(*)::int AS n FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+            )
+          ).rows[0].n as number,
+      );
     const raceWithMove = async (racer: PgExecutionStore) => {
       const task = await armedTask();
       const now = Date.now();
@@ -366,7 +378,10 @@ describe("failures", () => {
         );
         const waiting = racer.complete(task, "null", now + 1);
         waiting.catch(() => undefined);
-        await new Promise((resolve) => setTimeout(resolve, 200)); // let it block on the row lock
+        // Commit only once the racer is blocked on the row lock (the race this is about).
+        await expect
+          .poll(() => lockWaiters(), { timeout: 20_000, interval: 10 })
+          .toBeGreaterThan(0);
         await mover.query("COMMIT");
         return waiting;
       });

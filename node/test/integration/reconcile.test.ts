@@ -3,10 +3,14 @@
  * clock (the adapters take `now` as an argument): a stale shard epoch arms
  * nothing; the reconciler repairs each kind of half-done transition, and a
  * second run right after changes nothing (docs/architecture.md, invariant 8).
+ *
+ * Each describe has its own database and Redis prefix (the reconciler sweeps
+ * every row, so it must see only its own test's), and each fence test starts
+ * with no shard leased: no test depends on another having run, or not.
  */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { PgDispatchStore } from "../../src/adapters/pg/dispatch-store.js";
 import { PgExecutionStore } from "../../src/adapters/pg/execution-store.js";
 import { PgLeaseStore } from "../../src/adapters/pg/lease-store.js";
@@ -43,7 +47,8 @@ let pool: PgPool;
 let store: PgDispatchStore;
 let hotTier: RedisDispatchHotTier;
 
-beforeAll(async () => {
+/** A fresh database, API, Redis prefix and stores for one describe. */
+async function setUp(): Promise<void> {
   fixture = await startApiFixture();
   ({ db, config, api, tenant } = fixture);
   redis = new Redis(TEST_REDIS_URL);
@@ -58,14 +63,14 @@ beforeAll(async () => {
   });
   store = new PgDispatchStore(pool);
   hotTier = new RedisDispatchHotTier(redis, config.redisKeyPrefix);
-});
+}
 
-afterAll(async () => {
+async function tearDown(): Promise<void> {
   await pool?.end();
-  await deleteRedisKeys(config.redisKeyPrefix);
+  if (config) await deleteRedisKeys(config.redisKeyPrefix);
   redis?.disconnect();
   await fixture?.stop();
-});
+}
 
 async function submit(delayMs: number): Promise<{ id: string; runAtMs: number; shard: number }> {
   const answer = await call(api.baseUrl, "POST", "/v1/tasks", {
@@ -130,6 +135,13 @@ const armOne = async (fence: ShardFence, claims: Claim[], nowMs: number) =>
   (await store.arm([{ fence, claims }], nowMs))[0]!;
 
 describe("fenced arm", () => {
+  beforeAll(setUp);
+  afterAll(tearDown);
+  // Each test takes the shards it needs from scratch (leases hold for the clock that took them).
+  beforeEach(async () => {
+    await pool.query("DELETE FROM leases");
+  });
+
   it("arms under the current shard epoch only; a stale epoch changes 0 rows", async () => {
     const task = await submit(60_000);
     const leases = new PgLeaseStore(pool);
@@ -188,10 +200,6 @@ describe("fenced arm", () => {
     const a = await submit(60_000);
     let b = await submit(60_000);
     while (b.shard === a.shard) b = await submit(60_000);
-    // Earlier tests leave leases dated by their fake clock: these two shards start unleased.
-    await pool.query("DELETE FROM leases WHERE name = ANY($1)", [
-      [`shard:${a.shard}`, `shard:${b.shard}`],
-    ]);
     const leases = new PgLeaseStore(pool);
     const nowMs = Date.now();
     const epochA = await leases.acquire(`shard:${a.shard}`, "node-m", 60_000, nowMs);
@@ -215,6 +223,9 @@ describe("fenced arm", () => {
 });
 
 describe("reconciler", () => {
+  beforeAll(setUp);
+  afterAll(tearDown);
+
   it("returns expired claims, re-arms stale ARMED tasks, re-hydrates lost ids — and a second run changes nothing", async () => {
     const lost = await submit(1000);
     const stuck = await submit(1000);
@@ -231,13 +242,15 @@ describe("reconciler", () => {
       ),
     );
     await redis.zrem(dueKey(config.redisKeyPrefix, stuck.shard), stuck.id);
+    // Out of due before the claim below, which takes everything due in claimed's shard.
+    await redis.zrem(dueKey(config.redisKeyPrefix, zombie.shard), zombie.id);
     const [batch] = await hotTier.claim(
       [{ shard: claimed.shard, limit: 2000 }],
       Date.now(),
       5000,
       30_000,
     );
-    expect(batch!.claims.map((c) => c.taskId)).toContain(claimed.id);
+    expect(batch!.claims.map((c) => c.taskId)).toEqual([claimed.id]);
     const stuckToken = (await rowOf(stuck.id)).token;
     await withPg(db.url, (c) =>
       c.query(
@@ -246,7 +259,6 @@ describe("reconciler", () => {
         [zombie.id],
       ),
     );
-    await redis.zrem(dueKey(config.redisKeyPrefix, zombie.shard), zombie.id);
     const zombieToken = (await rowOf(zombie.id)).token;
 
     const executions = new PgExecutionStore(pool, {
@@ -260,12 +272,14 @@ describe("reconciler", () => {
       batchSize: 2,
     });
     const first = await reconciler.run();
-    expect(first.claimsReturned).toBeGreaterThanOrEqual(1);
-    expect(first.rearmed).toBeGreaterThanOrEqual(1); // and the task of the fence test
+    // This describe's own database and prefix: exactly the rows this test broke.
+    expect(first.claimsReturned).toBe(1);
+    expect(first.rearmed).toBe(1);
     expect(first.leasesExpired).toBe(1);
     // lost and stuck; the zombie's retry too, unless the lease expiry's own add reached Redis
     // first (either way it is there: its score is checked below).
     expect(first.rehydrated).toBeGreaterThanOrEqual(2);
+    expect(first.rehydrated).toBeLessThanOrEqual(3);
     const stuckRow = await rowOf(stuck.id);
     expect(stuckRow.status).toBe("SCHEDULED");
     expect(BigInt(stuckRow.token)).toBeGreaterThan(BigInt(stuckToken));

@@ -87,5 +87,5 @@ describe("Redis FLUSHALL in the middle of a run", () => {
         expect(Date.parse(m.envelope.dispatched_at)).toBeGreaterThanOrEqual(task.runAtMs);
       }
     }
-  });
+  }, 60_000); // more than its two waits (15 s and 20 s): a wait's own message is what fails
 });

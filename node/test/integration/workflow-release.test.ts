@@ -1,10 +1,11 @@
 /**
  * The DAG releaser (cf_release_dependents via releaseDependents) on real
- * Postgres. Workers do not exist in this branch yet: each "completion" is a
- * transaction that moves a task to COMPLETED or DEAD with SQL and calls
- * releaseDependents before COMMIT, as the execution store's fenced
- * completion will (support/workflows.ts). The in-memory WorkflowRun
- * (src/domain/workflow-run.ts) is the oracle.
+ * Postgres, reached the way workers reach it: each node is armed by the
+ * dispatcher's fenced arm, started, and ended by the worker's fenced
+ * completion or failure (PgExecutionStore.complete / fail), whose transaction
+ * runs the releaser before it commits (support/workflows.ts). The in-memory
+ * WorkflowRun (src/domain/workflow-run.ts) is the oracle; what a step skipped
+ * or cancelled is read back from the database, before and after it.
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,12 +16,15 @@ import {
   TRIGGER_RULES,
   type TriggerRule,
 } from "../../src/domain/workflow-trigger.js";
+import type { ExecutionRef } from "../../src/ports/execution-store.js";
+import { propertyParams } from "../support/property.js";
 import {
   finish,
   finishTask,
   type Outcome,
   pg,
   type Submitted,
+  startNode,
   startWorkflowDb,
   statesOf,
   submitWorkflow,
@@ -64,15 +68,31 @@ async function start(nodes: NodeSpec[], failFast = false) {
   return {
     s,
     oracle,
-    async finish(key: string, outcome: Outcome, result?: unknown) {
-      const released = await finish(w, s.idOf.get(key)!, outcome, { result });
+    /** One node to its end; what its transaction released, skipped, cancelled and finished. */
+    async finish(key: string, outcome: Outcome, result?: unknown, started?: ExecutionRef) {
+      const before = await statesOf(w, s);
+      const step = await finish(w, s.idOf.get(key)!, outcome, {
+        result,
+        ...(started && { started }),
+      });
+      const after = await statesOf(w, s);
+      const moved = (to: string) =>
+        Object.keys(after.nodes)
+          .filter((k) => after.nodes[k] === to && before.nodes[k] !== to)
+          .sort();
       const expected = oracle.finish(key, outcome);
-      const keys = (ids: string[]) => ids.map((id) => s.keyOf.get(id)!).sort();
-      expect(keys(released.released.map((e) => e.taskId))).toEqual([...expected.released].sort());
-      expect(keys(released.skipped)).toEqual([...expected.skipped].sort());
-      expect(keys(released.cancelled)).toEqual([...expected.cancelled].sort());
+      const released = step.released.map((e) => s.keyOf.get(e.taskId)!).sort();
+      expect(released).toEqual([...expected.released].sort());
+      expect(moved("SKIPPED")).toEqual([...expected.skipped].sort());
+      expect(moved("CANCELLED")).toEqual([...expected.cancelled].sort());
       await expectMatches(s, oracle);
-      return released;
+      const ended = before.workflow.status === "RUNNING" && after.workflow.status !== "RUNNING";
+      return {
+        released,
+        skipped: moved("SKIPPED"),
+        cancelled: moved("CANCELLED"),
+        finished: ended ? { workflowId: s.draft.id, status: after.workflow.status } : null,
+      };
     },
   };
 }
@@ -222,8 +242,12 @@ describe("shapes", () => {
     const results = await parentResults(w.pool, run.s.idOf.get("sink")!);
     expect(Object.keys(results)).toHaveLength(1000);
     expect(results.c7).toBe("c7");
-    const final = await finish(w, run.s.idOf.get("sink")!, "COMPLETED");
-    expect(final.finished).toEqual({ workflowId: run.s.draft.id, status: "COMPLETED" });
+    expect((await statesOf(w, run.s)).workflow.status).toBe("RUNNING");
+    await finish(w, run.s.idOf.get("sink")!, "COMPLETED");
+    expect((await statesOf(w, run.s)).workflow).toMatchObject({
+      status: "COMPLETED",
+      pending_nodes: 0,
+    });
   }, 180_000);
 });
 
@@ -239,12 +263,12 @@ describe("fail_fast and idempotence", () => {
       ],
       true,
     );
-    await w.pool.query("UPDATE tasks SET status = 'RUNNING' WHERE id = $1", [run.s.idOf.get("b")]);
+    const b = await startNode(w, run.s.idOf.get("b")!);
     run.oracle.start("b");
     const step = await run.finish("a", "DEAD");
     expect(step.cancelled).toHaveLength(3); // c, d, e
     expect((await statesOf(w, run.s)).workflow.status).toBe("RUNNING");
-    const last = await run.finish("b", "COMPLETED");
+    const last = await run.finish("b", "COMPLETED", undefined, b);
     expect(last.finished).toEqual({ workflowId: run.s.draft.id, status: "FAILED" });
   });
 
@@ -252,7 +276,7 @@ describe("fail_fast and idempotence", () => {
     const { s } = await start([{ key: "a" }, { key: "b", depends_on: ["a"] }]);
     const client = await w.pool.connect();
     try {
-      await finishTask(client, s.idOf.get("a")!, "COMPLETED");
+      await finishTask(w, client, s.idOf.get("a")!, "COMPLETED");
       const before = await statesOf(w, s);
       const runAt = await client.query(
         "SELECT (extract(epoch FROM run_at) * 1000)::float8 AS ms FROM tasks WHERE id = $1",
@@ -281,21 +305,24 @@ describe("a crash between the release and the commit", () => {
     const pid = (client as unknown as { processID: number }).processID;
     // The backend dies (as in a kill -9 of the worker's connection) after the
     // release ran and before COMMIT.
+    const attempt = await startNode(w, s.idOf.get("a")!);
     await expect(
-      finishTask(client, s.idOf.get("a")!, "COMPLETED", {
+      finishTask(w, client, s.idOf.get("a")!, "COMPLETED", {
+        started: attempt,
         beforeCommit: async () => {
           await w.pool.query("SELECT pg_terminate_backend($1)", [pid]);
         },
       }),
     ).rejects.toThrow();
     await client.end().catch(() => undefined);
-    expect((await statesOf(w, s)).nodes).toEqual({ a: "SCHEDULED", b: "WAITING" });
+    expect((await statesOf(w, s)).nodes).toEqual({ a: "RUNNING", b: "WAITING" });
     const node = await w.pool.query("SELECT * FROM workflow_nodes WHERE task_id = $1", [
       s.idOf.get("b"),
     ]);
     expect(node.rows[0]).toMatchObject({ state: "WAITING", parents_completed: 0 });
-    // The task is run again (at least once) and this time commits: one release.
-    const step = await finish(w, s.idOf.get("a")!, "COMPLETED");
+    // The worker sends its completion again (same attempt, same token) and this time it
+    // commits: one release.
+    const step = await finish(w, s.idOf.get("a")!, "COMPLETED", { started: attempt });
     expect(step.released.map((e) => e.taskId)).toEqual([s.idOf.get("b")]);
     expect((await statesOf(w, s)).nodes).toEqual({ a: "COMPLETED", b: "SCHEDULED" });
   });
@@ -340,7 +367,7 @@ describe("partition pruning", () => {
     const client = await w.pool.connect();
     try {
       let locked: string[] = [];
-      const step = await finishTask(client, s.idOf.get("a")!, "COMPLETED", {
+      const step = await finishTask(w, client, s.idOf.get("a")!, "COMPLETED", {
         beforeCommit: async () => {
           const locks = await client.query(
             `SELECT DISTINCT c.relname FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
@@ -350,7 +377,7 @@ describe("partition pruning", () => {
         },
       });
       expect(step.released).toHaveLength(1);
-      expect(step.skipped).toHaveLength(1);
+      expect((await statesOf(w, s)).nodes).toMatchObject({ b: "SCHEDULED", c: "SKIPPED" });
       expect(locked.length).toBeGreaterThan(0);
       expect(locked.length).toBeLessThanOrEqual(2);
       await client.query("BEGIN");
@@ -388,7 +415,7 @@ describe("concurrent parent completions", () => {
       });
       // The first holds its transaction open (and the workflow lock, taken by its release)
       // until the second is blocked on that lock; the second starts only once the first holds it.
-      const first = finishTask(c1, s.idOf.get("p1")!, "COMPLETED", {
+      const first = finishTask(w, c1, s.idOf.get("p1")!, "COMPLETED", {
         beforeCommit: async () => {
           firstHolds();
           await started;
@@ -397,7 +424,7 @@ describe("concurrent parent completions", () => {
       });
       const second = (async () => {
         await holding;
-        const p = finishTask(c2, s.idOf.get("p2")!, "COMPLETED");
+        const p = finishTask(w, c2, s.idOf.get("p2")!, "COMPLETED");
         secondStarted();
         return p;
       })();
@@ -455,7 +482,7 @@ describe("property: the SQL releaser behaves as the in-memory run", () => {
           await run.finish(due[pick % due.length]!, ok ? "COMPLETED" : "DEAD");
         }
       }),
-      { numRuns: 30 },
+      propertyParams({ numRuns: 30 }),
     );
   }, 120_000);
 });

@@ -4,6 +4,7 @@ import { TsTimingWheel } from "../../../bench/ts-wheel.js";
 import { ReferenceWheel } from "../../src/timing/reference-wheel.js";
 import type { TimerWheel } from "../../src/timing/timer-wheel.js";
 import { TimingWheel } from "../../src/timing/wasm-wheel.js";
+import { propertyParams } from "../support/property.js";
 
 const HORIZON_MS = 2 ** 36;
 const LEVEL_SPANS_MS = [1, 64, 64 ** 2, 64 ** 3, 64 ** 4, 64 ** 5, HORIZON_MS];
@@ -182,7 +183,7 @@ describe.each(implementations)("%s against the reference model", (_name, makeWhe
         fc.array(command, { minLength: 1, maxLength: 120 }),
         (startMs, commands) => checkAgainstReference(makeWheel, startMs, commands),
       ),
-      { numRuns: Number(process.env.WHEEL_RUNS ?? 600) },
+      propertyParams({ numRuns: Number(process.env.WHEEL_RUNS ?? 600) }),
     );
   });
 

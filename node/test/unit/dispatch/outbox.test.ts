@@ -29,16 +29,24 @@ describe("outbox", () => {
       onError: (_error, what) => errors.push(what),
     });
     const settled: string[] = [];
+    let bothSettled!: () => void;
+    const untilBothSettled = new Promise<void>((resolve) => {
+      bothSettled = resolve;
+    });
     for (const t of [armedTask("good", 1_000_000), armedTask("bad", Number.MAX_VALUE)]) {
       outbox.add({
         task: t,
         shard: 3,
         epoch: 7,
         stillHolds: () => true,
-        settled: () => settled.push(t.id),
+        settled: () => {
+          settled.push(t.id);
+          if (settled.length === 2) bothSettled();
+        },
       });
     }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Each task settles once, published or dropped: no sleep, the test waits for both.
+    await untilBothSettled;
     expect(sent.map((m) => JSON.parse(m.value).task_id)).toEqual(["good"]);
     expect(errors).toEqual(["envelope of task bad"]);
     expect(settled.sort()).toEqual(["bad", "good"]);

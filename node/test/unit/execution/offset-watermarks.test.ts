@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { OffsetWatermarks } from "../../../src/adapters/kafka/offset-watermarks.js";
+import { propertyParams } from "../../support/property.js";
 
 describe("OffsetWatermarks", () => {
   it("commits just past the longest done prefix of each partition", () => {
@@ -68,6 +69,7 @@ describe("OffsetWatermarks", () => {
           expect(commit?.offset ?? "0").toBe(expected === 0 ? "0" : String(expected));
         },
       ),
+      propertyParams(),
     );
   });
 });

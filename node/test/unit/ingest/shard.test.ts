@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { dueKey, fnv1a32, HOT_SHARD_COUNT, shardOf } from "../../../src/domain/shard.js";
+import { propertyParams } from "../../support/property.js";
 
 describe("shardOf", () => {
   it("matches FNV-1a 32 reference values", () => {
@@ -15,6 +16,7 @@ describe("shardOf", () => {
         const shard = shardOf(tenant, id);
         return shard === shardOf(tenant, id) && shard >= 0 && shard < HOT_SHARD_COUNT;
       }),
+      propertyParams(),
     );
   });
 

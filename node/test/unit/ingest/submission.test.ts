@@ -126,11 +126,14 @@ describe("validateSubmission", () => {
   });
 
   it("names the batch item in error details", () => {
+    let thrown: unknown = null;
     try {
       validateSubmission({ type: 1 }, ctx, 7);
     } catch (error) {
-      expect((error as ChronofenceError).details).toMatchObject({ index: 7 });
+      thrown = error;
     }
+    expect(thrown).toBeInstanceOf(ChronofenceError);
+    expect((thrown as ChronofenceError).details).toMatchObject({ index: 7 });
   });
 
   it("hashes the same body to the same canonical request whatever the whitespace", () => {

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { describeCycle, type GraphNode, orderGraph } from "../../../src/domain/workflow-graph.js";
+import { propertyParams } from "../../support/property.js";
 
 const node = (key: string, ...dependsOn: string[]): GraphNode => ({ key, dependsOn });
 
@@ -86,7 +87,7 @@ describe("orderGraph", () => {
         if (result.kind === "ordered") return isTopological(nodes, result.order);
         return isCycle(nodes, result.cycle);
       }),
-      { numRuns: 500 },
+      propertyParams({ numRuns: 500 }),
     );
   });
 
@@ -96,7 +97,7 @@ describe("orderGraph", () => {
         const result = orderGraph(nodes);
         return result.kind === "ordered" && isTopological(nodes, result.order);
       }),
-      { numRuns: 300 },
+      propertyParams({ numRuns: 300 }),
     );
   });
 });

@@ -7,6 +7,7 @@ import {
   TRIGGER_RULES,
   tallyOf,
 } from "../../../src/domain/workflow-trigger.js";
+import { propertyParams } from "../../support/property.js";
 
 const C = "COMPLETED";
 const D = "DEAD";
@@ -54,6 +55,7 @@ describe("decideTrigger", () => {
         }
         return true;
       }),
+      propertyParams(),
     );
   });
 
@@ -62,6 +64,7 @@ describe("decideTrigger", () => {
       fc.property(fc.constantFrom(...TRIGGER_RULES), outcomes, (rule, all: ParentOutcome[]) => {
         return decideTrigger(rule, tallyOf(all.length, all)) !== "wait";
       }),
+      propertyParams(),
     );
   });
 });
