@@ -159,6 +159,11 @@ const schema = z.object({
   workerSessionTimeoutMs: intFromEnv(6000, 300_000).default(10_000),
   /** CF_WORKER_MAX_RESULT_BYTES: a larger handler result fails the attempt (not retryable). */
   workerMaxResultBytes: intFromEnv(2, 64 * MiB).default(1 * MiB),
+  /**
+   * CF_HTTP_HANDLER_ALLOW: what the built-in http handler may reach beyond public addresses:
+   * comma-separated CIDRs, addresses (any port) and host:port pairs (docs/operations.md).
+   */
+  httpHandlerAllow: z.string().default(""),
   /** CF_WORKER_METRICS_PORT: /metrics of the worker role (0: any free port). */
   workerMetricsPort: intFromEnv(0, 65535).default(9465),
   /** CF_WORKER_COALESCE_MAX: most starts (or completions) of one event-loop turn sent as one statement. */
@@ -270,6 +275,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   workerCpuThreads: "CF_WORKER_CPU_THREADS",
   workerSessionTimeoutMs: "CF_WORKER_SESSION_TIMEOUT_MS",
   workerMaxResultBytes: "CF_WORKER_MAX_RESULT_BYTES",
+  httpHandlerAllow: "CF_HTTP_HANDLER_ALLOW",
   workerMetricsPort: "CF_WORKER_METRICS_PORT",
   workerCoalesceMax: "CF_WORKER_COALESCE_MAX",
   workerRetryBaseMs: "CF_WORKER_RETRY_BASE_MS",

@@ -15,6 +15,7 @@
 
 import { registerBuiltins } from "../adapters/handlers/builtin.js";
 import { CPU_BUILTINS_FILE, CpuPool } from "../adapters/handlers/cpu-pool.js";
+import { EgressPolicy } from "../adapters/handlers/egress-policy.js";
 import { registerUserModule } from "../adapters/handlers/user-module.js";
 import { startMetricsServer } from "../adapters/http/metrics-server.js";
 import { KafkaPublisher } from "../adapters/kafka/kafka-publisher.js";
@@ -68,7 +69,9 @@ export async function startWorker(
   const metrics = new PromWorkerMetrics({ defaultMetrics: true });
 
   const cpuPool = new CpuPool(config.workerCpuThreads);
-  const registry = registerBuiltins(new HandlerMap());
+  const registry = registerBuiltins(new HandlerMap(), {
+    egress: new EgressPolicy(config.httpHandlerAllow),
+  });
   registry.register("spin", cpuPool.handler(CPU_BUILTINS_FILE, "spin"));
   if (config.workerHandlers !== "") {
     const types = await registerUserModule(config.workerHandlers, registry, cpuPool);
