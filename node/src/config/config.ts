@@ -63,8 +63,14 @@ const schema = z.object({
   authCacheTtlMs: intFromEnv(0, 3_600_000).default(5000),
   /** CF_AUTH_NEGATIVE_CACHE_TTL_MS: how long an unknown key is refused without asking Postgres (capped at CF_AUTH_CACHE_TTL_MS). */
   authNegativeCacheTtlMs: intFromEnv(0, 3_600_000).default(1000),
-  /** CF_AUTH_CACHE_MAX_KEYS: most keys the authentication cache holds (the oldest go first). */
+  /** CF_AUTH_CACHE_MAX_KEYS: most verified keys the authentication cache holds (the oldest go first). */
   authCacheMaxKeys: intFromEnv(1, 10_000_000).default(100_000),
+  /** CF_AUTH_NEGATIVE_CACHE_MAX_KEYS: most unknown keys remembered, apart from the verified ones. */
+  authNegativeCacheMaxKeys: intFromEnv(1, 10_000_000).default(10_000),
+  /** CF_AUTH_FAILURE_BURST: lookups of keys never seen valid one client (IPv4 address, IPv6 /64) may cause at once. */
+  authFailureBurst: intFromEnv(1, 1_000_000).default(20),
+  /** CF_AUTH_FAILURE_RATE_PER_S: ...and per second after that (then 429). */
+  authFailureRatePerS: z.coerce.number().min(0).max(1_000_000).default(1),
   /** CF_MAX_BODY_BYTES: body limit of POST /v1/tasks (the tenant's payload limit applies too). */
   maxSingleBodyBytes: intFromEnv(1024, 64 * MiB).default(1 * MiB),
   /** CF_MAX_BATCH_BODY_BYTES: body limit of POST /v1/tasks/batch. */
@@ -235,6 +241,9 @@ const ENV_NAMES: Record<keyof Config, string> = {
   authCacheTtlMs: "CF_AUTH_CACHE_TTL_MS",
   authNegativeCacheTtlMs: "CF_AUTH_NEGATIVE_CACHE_TTL_MS",
   authCacheMaxKeys: "CF_AUTH_CACHE_MAX_KEYS",
+  authNegativeCacheMaxKeys: "CF_AUTH_NEGATIVE_CACHE_MAX_KEYS",
+  authFailureBurst: "CF_AUTH_FAILURE_BURST",
+  authFailureRatePerS: "CF_AUTH_FAILURE_RATE_PER_S",
   maxSingleBodyBytes: "CF_MAX_BODY_BYTES",
   maxBatchBodyBytes: "CF_MAX_BATCH_BODY_BYTES",
   kafkaBrokers: "KAFKA_BROKERS",

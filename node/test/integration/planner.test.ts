@@ -21,6 +21,7 @@ import {
 } from "../../src/app/schedules/planner.js";
 import { ScheduleService } from "../../src/app/schedules/schedules.js";
 import { LeaseManager } from "../../src/app/shared/leases.js";
+import { DEFAULT_KEY_SCOPES } from "../../src/domain/api-keys.js";
 import { dueKey, shardOf } from "../../src/domain/shard.js";
 import { DEFAULT_TENANT_LIMITS, type Principal } from "../../src/domain/tenant.js";
 import { uuidv7From } from "../../src/main/ids.js";
@@ -69,7 +70,12 @@ beforeAll(async () => {
   const config = testConfig(db.url);
   prefix = config.redisKeyPrefix;
   const tenant = await newTenant(config);
-  principal = { tenantId: tenant.id, apiKeyId: tenant.apiKeyId, limits: DEFAULT_TENANT_LIMITS };
+  principal = {
+    tenantId: tenant.id,
+    apiKeyId: tenant.apiKeyId,
+    limits: DEFAULT_TENANT_LIMITS,
+    scopes: DEFAULT_KEY_SCOPES,
+  };
   ownerPool = pool(null, "planner-test");
   apiPool = pool("chronofence_api", "planner-test-api");
   redis = new Redis(TEST_REDIS_URL);

@@ -15,6 +15,7 @@
  * asks here for every address, and connects to the one it checked.
  */
 import net from "node:net";
+import { embeddedIpv4, ipv6Words } from "../../domain/ip-address.js";
 
 const DENIED_V4 = [
   "0.0.0.0/8", // "this network"; 0.0.0.0 reaches the local host
@@ -124,30 +125,5 @@ const bareHost = (host: string): string =>
 export function normalised(address: string): string {
   if (!net.isIPv6(address)) return address;
   const words = ipv6Words(address);
-  if (!words) return address;
-  const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
-  const zero = (from: number, to: number) => words.slice(from, to).every((w) => w === 0);
-  if (zero(0, 5) && words[5] === 0xffff) return v4(words[6]!, words[7]!); // ::ffff:a.b.c.d
-  if (zero(0, 6) && (words[6]! !== 0 || words[7]! > 1)) return v4(words[6]!, words[7]!); // ::a.b.c.d
-  if (words[0] === 0x64 && words[1] === 0xff9b && zero(2, 6)) return v4(words[6]!, words[7]!);
-  if (words[0] === 0x2002) return v4(words[1]!, words[2]!); // 6to4
-  return address;
-}
-
-/** The eight 16-bit words of an IPv6 address (a trailing dotted IPv4 part included). */
-function ipv6Words(address: string): number[] | null {
-  let text = address.split("%")[0]!; // a zone id says nothing about the range
-  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.split("::") as [string, string | undefined];
-  const part = (s: string | undefined) =>
-    s ? s.split(":").map((w) => Number.parseInt(w, 16)) : [];
-  const left = part(head);
-  const right = part(tail);
-  const fill = tail === undefined ? 0 : 8 - left.length - right.length;
-  const words = [...left, ...Array(Math.max(0, fill)).fill(0), ...right];
-  return words.length === 8 && words.every((w) => Number.isInteger(w)) ? words : null;
+  return (words && embeddedIpv4(words)) ?? address;
 }
