@@ -129,6 +129,13 @@ const schema = z.object({
   reconcileBatchSize: intFromEnv(1, 100_000).default(2000),
   /** CF_DISPATCH_PG_POOL_SIZE: Postgres connections of the dispatcher roles. */
   dispatchPgPoolSize: intFromEnv(1, 200).default(4),
+  /**
+   * CF_METRICS_HOST: interface of the /metrics listeners of the roles other than the API.
+   * Loopback: metrics name tenants and task types, and are for the host's scraper only.
+   */
+  metricsHost: z.string().min(1).default("127.0.0.1"),
+  /** CF_METRICS_MAX_LABEL_VALUES: distinct tenant ids (and task types) a metric labels as themselves; the rest are "other". */
+  metricsMaxLabelValues: intFromEnv(1, 100_000).default(100),
   /** CF_METRICS_PORT: /metrics of the roles other than the API (0: any free port). */
   metricsPort: intFromEnv(0, 65535).default(9464),
   /** CF_WORKER_QUEUES: the topics a worker consumes (critical, standard, bulk, overdue). */
@@ -270,6 +277,8 @@ const ENV_NAMES: Record<keyof Config, string> = {
   reconcileAheadMs: "CF_RECONCILE_AHEAD_MS",
   reconcileBatchSize: "CF_RECONCILE_BATCH",
   dispatchPgPoolSize: "CF_DISPATCH_PG_POOL_SIZE",
+  metricsHost: "CF_METRICS_HOST",
+  metricsMaxLabelValues: "CF_METRICS_MAX_LABEL_VALUES",
   metricsPort: "CF_METRICS_PORT",
   workerQueues: "CF_WORKER_QUEUES",
   workerConcurrencyCritical: "CF_WORKER_CONCURRENCY_CRITICAL",

@@ -178,7 +178,7 @@ export async function startDispatchRoles(
     );
   }
 
-  const server = await startMetricsServer(metrics, config.host, config.metricsPort);
+  const server = await startMetricsServer(metrics, config.metricsHost, config.metricsPort);
   log.info({ roles: [...roles], metricsPort: server.port }, "dispatch roles running");
 
   return {

@@ -79,7 +79,7 @@ export async function startPlanner(
     (error) => onError(error, "plan pass"),
   ).start(config.leaseHeartbeatMs);
 
-  const server = await startMetricsServer(metrics, config.host, metricsPort);
+  const server = await startMetricsServer(metrics, config.metricsHost, metricsPort);
   log.info({ metricsPort: server.port }, "planner running");
   return {
     nodeId,

@@ -66,7 +66,10 @@ export async function startWorker(
   const workerId = config.nodeId ?? defaultNodeId();
   const log = logger.child({ worker: workerId });
   const onError = (error: unknown, what: string) => log.warn({ err: error }, `${what} failed`);
-  const metrics = new PromWorkerMetrics({ defaultMetrics: true });
+  const metrics = new PromWorkerMetrics({
+    defaultMetrics: true,
+    maxLabelValues: config.metricsMaxLabelValues,
+  });
 
   const cpuPool = new CpuPool(config.workerCpuThreads);
   const registry = registerBuiltins(new HandlerMap(), {
@@ -159,7 +162,7 @@ export async function startWorker(
     await consumer.start((value) => run(value?.toString("utf8") ?? ""));
   }
 
-  const server = await startMetricsServer(metrics, config.host, config.workerMetricsPort);
+  const server = await startMetricsServer(metrics, config.metricsHost, config.workerMetricsPort);
   log.info(
     { queues: queuesOf(config), types: registry.types(), metricsPort: server.port },
     "worker running",
