@@ -9,6 +9,8 @@ const MiB = 1024 * 1024;
 const DAY_MS = 86_400_000;
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/** A Postgres role name, or "" for none. */
+const roleName = z.string().regex(/^([A-Za-z_][A-Za-z0-9_]*)?$/);
 
 const schema = z.object({
   /** PORT: HTTP port of the API role. */
@@ -18,10 +20,13 @@ const schema = z.object({
   /** DATABASE_URL: Postgres, the system of record. */
   databaseUrl: z.string().min(1).default("postgres://postgres@127.0.0.1:5432/chronofence"),
   /** CF_DATABASE_ROLE: role the API SETs on its connections (subject to RLS); "" keeps the login role. */
-  databaseRole: z
-    .string()
-    .regex(/^([A-Za-z_][A-Za-z0-9_]*)?$/)
-    .default("chronofence_api"),
+  databaseRole: roleName.default("chronofence_api"),
+  /** CF_DISPATCH_DATABASE_ROLE: role the dispatcher, pre-loader and reconciler SET (least privilege, docs/operations.md); "" keeps the login role. */
+  dispatchDatabaseRole: roleName.default("chronofence_dispatch"),
+  /** CF_WORKER_DATABASE_ROLE: role the worker SETs; "" keeps the login role. */
+  workerDatabaseRole: roleName.default("chronofence_worker"),
+  /** CF_PLANNER_DATABASE_ROLE: role the planner SETs; "" keeps the login role. */
+  plannerDatabaseRole: roleName.default("chronofence_planner"),
   /** REDIS_URL: the hot tier. */
   redisUrl: z.string().min(1).default("redis://127.0.0.1:6379"),
   /** CF_REDIS_PREFIX: key prefix; keys are `<prefix>:{<shard>}:due`. */
@@ -228,6 +233,9 @@ const ENV_NAMES: Record<keyof Config, string> = {
   host: "HOST",
   databaseUrl: "DATABASE_URL",
   databaseRole: "CF_DATABASE_ROLE",
+  dispatchDatabaseRole: "CF_DISPATCH_DATABASE_ROLE",
+  workerDatabaseRole: "CF_WORKER_DATABASE_ROLE",
+  plannerDatabaseRole: "CF_PLANNER_DATABASE_ROLE",
   redisUrl: "REDIS_URL",
   redisKeyPrefix: "CF_REDIS_PREFIX",
   horizonDays: "CF_HORIZON_DAYS",
@@ -319,6 +327,13 @@ const ENV_NAMES: Record<keyof Config, string> = {
 
 export const envNameOf = (key: keyof Config): string => ENV_NAMES[key];
 
+const ROLE_KEYS = [
+  "databaseRole",
+  "dispatchDatabaseRole",
+  "workerDatabaseRole",
+  "plannerDatabaseRole",
+] as const;
+
 /**
  * Resolves the configuration: defaults, then the environment, then explicit
  * overrides (CLI flags, tests). Throws one error listing every bad setting.
@@ -332,7 +347,8 @@ export function resolveConfig(
     const value = env[name];
     if (value !== undefined && value !== "") raw[key] = value;
   }
-  if (env.CF_DATABASE_ROLE === "") raw.databaseRole = "";
+  // "" means "no role": the login role (any other empty variable means "the default").
+  for (const key of ROLE_KEYS) if (env[ENV_NAMES[key]] === "") raw[key] = "";
   const parsed = schema.safeParse({ ...raw, ...overrides });
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {

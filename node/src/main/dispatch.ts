@@ -1,8 +1,8 @@
 /**
  * Composition root of the dispatch-side roles — dispatcher, preloader,
- * reconciler — in any combination: one Postgres pool (login role: these roles
- * work across tenants), one Redis connection, one Kafka producer, one lease
- * manager, one /metrics listener.
+ * reconciler — in any combination: one Postgres pool (as chronofence_dispatch:
+ * these roles work across tenants), one Redis connection, one Kafka producer,
+ * one lease manager, one /metrics listener.
  */
 
 import { randomBytes } from "node:crypto";
@@ -66,6 +66,7 @@ export async function startDispatchRoles(
     {
       maxConnections: config.dispatchPgPoolSize,
       applicationName: `chronofence-${[...roles].join("-")}`,
+      role: "dispatch",
     },
     onError,
   );

@@ -1,6 +1,6 @@
 /**
- * Composition root of the planner role: its own Postgres pool (login role:
- * it works across tenants), Redis connection, `plan:<shard>` leases and
+ * Composition root of the planner role: its own Postgres pool (as
+ * chronofence_planner: it works across tenants), Redis connection, `plan:<shard>` leases and
  * /metrics listener. It shares nothing with the dispatch roles, so it can
  * run beside them or alone (`chronofence run --roles planner`).
  */
@@ -32,7 +32,11 @@ export async function startPlanner(
   const onError = (error: unknown, what: string) => log.warn({ err: error }, `${what} failed`);
   const pool = rolePgPool(
     config,
-    { maxConnections: config.plannerPgPoolSize, applicationName: "chronofence-planner" },
+    {
+      maxConnections: config.plannerPgPoolSize,
+      applicationName: "chronofence-planner",
+      role: "planner",
+    },
     onError,
   );
   const redis = roleRedis(config, onError);

@@ -105,7 +105,11 @@ export async function startWorker(
   for (const queue of queuesOf(config)) {
     const pool = rolePgPool(
       config,
-      { maxConnections: config.workerPgPoolSize, applicationName: `chronofence-worker-${queue}` },
+      {
+        maxConnections: config.workerPgPoolSize,
+        applicationName: `chronofence-worker-${queue}`,
+        role: "worker",
+      },
       onError,
     );
     pools.push(pool);

@@ -1,5 +1,5 @@
 /**
- * The dispatcher's statements (PgDispatchStore), as the login role across
+ * The dispatcher's statements (PgDispatchStore), as chronofence_dispatch across
  * tenants: the fenced arm, the pre-loader's sweep, the re-arm of stale tasks.
  */
 import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
