@@ -124,6 +124,12 @@ const schema = z.object({
   outboxMaxBatchTasks: intFromEnv(1, 100_000).default(500),
   /** CF_OUTBOX_MAX_BATCH_BYTES: most envelope bytes per produce request. */
   outboxMaxBatchBytes: intFromEnv(1024, 64 * MiB).default(512 * 1024),
+  /**
+   * CF_KAFKA_MAX_MESSAGE_BYTES: the largest envelope the dispatcher sends (the broker's
+   * message.max.bytes, 1 MiB by default, less room for the record's overhead); a task whose
+   * envelope is larger is DEAD (undeliverable) rather than retried for ever.
+   */
+  kafkaMaxMessageBytes: intFromEnv(1024, 1024 * MiB).default(1_000_000),
   /** CF_OUTBOX_RETRY_MS: a failed produce is retried after this. */
   outboxRetryMs: intFromEnv(1, 60_000).default(200),
   /** CF_RECONCILE_INTERVAL_MS: how often the leader reconciles. */
@@ -280,6 +286,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   outboxMaxInFlight: "CF_OUTBOX_MAX_IN_FLIGHT",
   outboxMaxBatchTasks: "CF_OUTBOX_MAX_BATCH",
   outboxMaxBatchBytes: "CF_OUTBOX_MAX_BATCH_BYTES",
+  kafkaMaxMessageBytes: "CF_KAFKA_MAX_MESSAGE_BYTES",
   outboxRetryMs: "CF_OUTBOX_RETRY_MS",
   reconcileIntervalMs: "CF_RECONCILE_INTERVAL_MS",
   reconcileAheadMs: "CF_RECONCILE_AHEAD_MS",

@@ -14,6 +14,7 @@ import { PromDispatchMetrics } from "../adapters/metrics/dispatch-metrics.js";
 import { PgDispatchStore } from "../adapters/pg/dispatch-store.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import { PgLeaseStore } from "../adapters/pg/lease-store.js";
+import { PgUndeliverableTasks } from "../adapters/pg/undeliverable-tasks.js";
 import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
 import { Dispatcher } from "../app/dispatch/dispatcher.js";
 import { Outbox } from "../app/dispatch/outbox.js";
@@ -86,11 +87,13 @@ export async function startDispatchRoles(
     onError: (error) => onError(error, "kafka"),
   });
   if (roles.has("dispatcher")) await publisher.ensureTopics();
-  const outbox = new Outbox(publisher, hotTier, clock, metrics, {
+  const undeliverable = new PgUndeliverableTasks(pool, uuidv7From(clock));
+  const outbox = new Outbox(publisher, undeliverable, hotTier, clock, metrics, {
     nodeId,
     maxInFlight: config.outboxMaxInFlight,
     maxBatchTasks: config.outboxMaxBatchTasks,
     maxBatchBytes: config.outboxMaxBatchBytes,
+    maxMessageBytes: config.kafkaMaxMessageBytes,
     retryDelayMs: config.outboxRetryMs,
     onError,
   });
