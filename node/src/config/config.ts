@@ -9,6 +9,8 @@ const MiB = 1024 * 1024;
 const DAY_MS = 86_400_000;
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/** A Postgres role name, or "" for none. */
+const roleName = z.string().regex(/^([A-Za-z_][A-Za-z0-9_]*)?$/);
 
 const schema = z.object({
   /** PORT: HTTP port of the API role. */
@@ -18,10 +20,13 @@ const schema = z.object({
   /** DATABASE_URL: Postgres, the system of record. */
   databaseUrl: z.string().min(1).default("postgres://postgres@127.0.0.1:5432/chronofence"),
   /** CF_DATABASE_ROLE: role the API SETs on its connections (subject to RLS); "" keeps the login role. */
-  databaseRole: z
-    .string()
-    .regex(/^([A-Za-z_][A-Za-z0-9_]*)?$/)
-    .default("chronofence_api"),
+  databaseRole: roleName.default("chronofence_api"),
+  /** CF_DISPATCH_DATABASE_ROLE: role the dispatcher, pre-loader and reconciler SET (least privilege, docs/operations.md); "" keeps the login role. */
+  dispatchDatabaseRole: roleName.default("chronofence_dispatch"),
+  /** CF_WORKER_DATABASE_ROLE: role the worker SETs; "" keeps the login role. */
+  workerDatabaseRole: roleName.default("chronofence_worker"),
+  /** CF_PLANNER_DATABASE_ROLE: role the planner SETs; "" keeps the login role. */
+  plannerDatabaseRole: roleName.default("chronofence_planner"),
   /** REDIS_URL: the hot tier. */
   redisUrl: z.string().min(1).default("redis://127.0.0.1:6379"),
   /** CF_REDIS_PREFIX: key prefix; keys are `<prefix>:{<shard>}:due`. */
@@ -63,8 +68,14 @@ const schema = z.object({
   authCacheTtlMs: intFromEnv(0, 3_600_000).default(5000),
   /** CF_AUTH_NEGATIVE_CACHE_TTL_MS: how long an unknown key is refused without asking Postgres (capped at CF_AUTH_CACHE_TTL_MS). */
   authNegativeCacheTtlMs: intFromEnv(0, 3_600_000).default(1000),
-  /** CF_AUTH_CACHE_MAX_KEYS: most keys the authentication cache holds (the oldest go first). */
+  /** CF_AUTH_CACHE_MAX_KEYS: most verified keys the authentication cache holds (the oldest go first). */
   authCacheMaxKeys: intFromEnv(1, 10_000_000).default(100_000),
+  /** CF_AUTH_NEGATIVE_CACHE_MAX_KEYS: most unknown keys remembered, apart from the verified ones. */
+  authNegativeCacheMaxKeys: intFromEnv(1, 10_000_000).default(10_000),
+  /** CF_AUTH_FAILURE_BURST: lookups of keys never seen valid one client (IPv4 address, IPv6 /64) may cause at once. */
+  authFailureBurst: intFromEnv(1, 1_000_000).default(20),
+  /** CF_AUTH_FAILURE_RATE_PER_S: ...and per second after that (then 429). */
+  authFailureRatePerS: z.coerce.number().min(0).max(1_000_000).default(1),
   /** CF_MAX_BODY_BYTES: body limit of POST /v1/tasks (the tenant's payload limit applies too). */
   maxSingleBodyBytes: intFromEnv(1024, 64 * MiB).default(1 * MiB),
   /** CF_MAX_BATCH_BODY_BYTES: body limit of POST /v1/tasks/batch. */
@@ -113,6 +124,12 @@ const schema = z.object({
   outboxMaxBatchTasks: intFromEnv(1, 100_000).default(500),
   /** CF_OUTBOX_MAX_BATCH_BYTES: most envelope bytes per produce request. */
   outboxMaxBatchBytes: intFromEnv(1024, 64 * MiB).default(512 * 1024),
+  /**
+   * CF_KAFKA_MAX_MESSAGE_BYTES: the largest envelope the dispatcher sends (the broker's
+   * message.max.bytes, 1 MiB by default, less room for the record's overhead); a task whose
+   * envelope is larger is DEAD (undeliverable) rather than retried for ever.
+   */
+  kafkaMaxMessageBytes: intFromEnv(1024, 1024 * MiB).default(1_000_000),
   /** CF_OUTBOX_RETRY_MS: a failed produce is retried after this. */
   outboxRetryMs: intFromEnv(1, 60_000).default(200),
   /** CF_RECONCILE_INTERVAL_MS: how often the leader reconciles. */
@@ -123,6 +140,13 @@ const schema = z.object({
   reconcileBatchSize: intFromEnv(1, 100_000).default(2000),
   /** CF_DISPATCH_PG_POOL_SIZE: Postgres connections of the dispatcher roles. */
   dispatchPgPoolSize: intFromEnv(1, 200).default(4),
+  /**
+   * CF_METRICS_HOST: interface of the /metrics listeners of the roles other than the API.
+   * Loopback: metrics name tenants and task types, and are for the host's scraper only.
+   */
+  metricsHost: z.string().min(1).default("127.0.0.1"),
+  /** CF_METRICS_MAX_LABEL_VALUES: distinct tenant ids (and task types) a metric labels as themselves; the rest are "other". */
+  metricsMaxLabelValues: intFromEnv(1, 100_000).default(100),
   /** CF_METRICS_PORT: /metrics of the roles other than the API (0: any free port). */
   metricsPort: intFromEnv(0, 65535).default(9464),
   /** CF_WORKER_QUEUES: the topics a worker consumes (critical, standard, bulk, overdue). */
@@ -159,6 +183,11 @@ const schema = z.object({
   workerSessionTimeoutMs: intFromEnv(6000, 300_000).default(10_000),
   /** CF_WORKER_MAX_RESULT_BYTES: a larger handler result fails the attempt (not retryable). */
   workerMaxResultBytes: intFromEnv(2, 64 * MiB).default(1 * MiB),
+  /**
+   * CF_HTTP_HANDLER_ALLOW: what the built-in http handler may reach beyond public addresses:
+   * comma-separated CIDRs, addresses (any port) and host:port pairs (docs/operations.md).
+   */
+  httpHandlerAllow: z.string().default(""),
   /** CF_WORKER_METRICS_PORT: /metrics of the worker role (0: any free port). */
   workerMetricsPort: intFromEnv(0, 65535).default(9465),
   /** CF_WORKER_COALESCE_MAX: most starts (or completions) of one event-loop turn sent as one statement. */
@@ -219,6 +248,9 @@ const ENV_NAMES: Record<keyof Config, string> = {
   host: "HOST",
   databaseUrl: "DATABASE_URL",
   databaseRole: "CF_DATABASE_ROLE",
+  dispatchDatabaseRole: "CF_DISPATCH_DATABASE_ROLE",
+  workerDatabaseRole: "CF_WORKER_DATABASE_ROLE",
+  plannerDatabaseRole: "CF_PLANNER_DATABASE_ROLE",
   redisUrl: "REDIS_URL",
   redisKeyPrefix: "CF_REDIS_PREFIX",
   horizonDays: "CF_HORIZON_DAYS",
@@ -239,6 +271,9 @@ const ENV_NAMES: Record<keyof Config, string> = {
   authCacheTtlMs: "CF_AUTH_CACHE_TTL_MS",
   authNegativeCacheTtlMs: "CF_AUTH_NEGATIVE_CACHE_TTL_MS",
   authCacheMaxKeys: "CF_AUTH_CACHE_MAX_KEYS",
+  authNegativeCacheMaxKeys: "CF_AUTH_NEGATIVE_CACHE_MAX_KEYS",
+  authFailureBurst: "CF_AUTH_FAILURE_BURST",
+  authFailureRatePerS: "CF_AUTH_FAILURE_RATE_PER_S",
   maxSingleBodyBytes: "CF_MAX_BODY_BYTES",
   maxBatchBodyBytes: "CF_MAX_BATCH_BODY_BYTES",
   kafkaBrokers: "KAFKA_BROKERS",
@@ -260,11 +295,14 @@ const ENV_NAMES: Record<keyof Config, string> = {
   outboxMaxInFlight: "CF_OUTBOX_MAX_IN_FLIGHT",
   outboxMaxBatchTasks: "CF_OUTBOX_MAX_BATCH",
   outboxMaxBatchBytes: "CF_OUTBOX_MAX_BATCH_BYTES",
+  kafkaMaxMessageBytes: "CF_KAFKA_MAX_MESSAGE_BYTES",
   outboxRetryMs: "CF_OUTBOX_RETRY_MS",
   reconcileIntervalMs: "CF_RECONCILE_INTERVAL_MS",
   reconcileAheadMs: "CF_RECONCILE_AHEAD_MS",
   reconcileBatchSize: "CF_RECONCILE_BATCH",
   dispatchPgPoolSize: "CF_DISPATCH_PG_POOL_SIZE",
+  metricsHost: "CF_METRICS_HOST",
+  metricsMaxLabelValues: "CF_METRICS_MAX_LABEL_VALUES",
   metricsPort: "CF_METRICS_PORT",
   workerQueues: "CF_WORKER_QUEUES",
   workerConcurrencyCritical: "CF_WORKER_CONCURRENCY_CRITICAL",
@@ -279,6 +317,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   workerCpuThreads: "CF_WORKER_CPU_THREADS",
   workerSessionTimeoutMs: "CF_WORKER_SESSION_TIMEOUT_MS",
   workerMaxResultBytes: "CF_WORKER_MAX_RESULT_BYTES",
+  httpHandlerAllow: "CF_HTTP_HANDLER_ALLOW",
   workerMetricsPort: "CF_WORKER_METRICS_PORT",
   workerCoalesceMax: "CF_WORKER_COALESCE_MAX",
   workerRetryBaseMs: "CF_WORKER_RETRY_BASE_MS",
@@ -307,6 +346,13 @@ const ENV_NAMES: Record<keyof Config, string> = {
 
 export const envNameOf = (key: keyof Config): string => ENV_NAMES[key];
 
+const ROLE_KEYS = [
+  "databaseRole",
+  "dispatchDatabaseRole",
+  "workerDatabaseRole",
+  "plannerDatabaseRole",
+] as const;
+
 /**
  * Resolves the configuration: defaults, then the environment, then explicit
  * overrides (CLI flags, tests). Throws one error listing every bad setting.
@@ -320,7 +366,8 @@ export function resolveConfig(
     const value = env[name];
     if (value !== undefined && value !== "") raw[key] = value;
   }
-  if (env.CF_DATABASE_ROLE === "") raw.databaseRole = "";
+  // "" means "no role": the login role (any other empty variable means "the default").
+  for (const key of ROLE_KEYS) if (env[ENV_NAMES[key]] === "") raw[key] = "";
   const parsed = schema.safeParse({ ...raw, ...overrides });
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {

@@ -13,6 +13,8 @@ export const ErrorCode = {
   Unprocessable: "unprocessable",
   /** Missing, unknown or revoked API key. */
   Unauthorized: "unauthorized",
+  /** A valid API key without the scope the route requires (domain/scopes.ts). */
+  Forbidden: "forbidden",
   /** Unknown, or belongs to another tenant (the two are indistinguishable on purpose). */
   NotFound: "not_found",
   /** The idempotency key was used before with a different request body. Permanent. */
@@ -63,16 +65,15 @@ export class ChronofenceError extends Error {
   }
 }
 
-/** Raised by the rate limiter; carries when the caller may retry. */
+/** Raised by the rate limiters (a tenant's tasks, an address's failed authentications); carries when the caller may retry. */
 export class RateLimitedError extends ChronofenceError {
   constructor(
     readonly retryAfterMs: number,
     readonly limitTasks: number,
     readonly remainingTasks: number,
+    message = "rate limit exceeded",
   ) {
-    super(ErrorCode.RateLimited, "rate limit exceeded", {
-      details: { retry_after_ms: retryAfterMs },
-    });
+    super(ErrorCode.RateLimited, message, { details: { retry_after_ms: retryAfterMs } });
   }
 }
 

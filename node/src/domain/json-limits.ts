@@ -1,5 +1,6 @@
 /**
- * Guards for client JSON before it is re-serialised or sent to Postgres:
+ * Guards for client JSON before it is re-serialised or sent to Postgres
+ * (and the size it will have there: storedJsonBytes):
  * nesting depth (deep documents overflow recursive serialisers and Postgres'
  * parser stack), non-finite numbers (`1e400` parses to Infinity, which
  * JSON.stringify would silently turn into null), and strings — values or
@@ -81,4 +82,58 @@ export function utf8ByteLength(text: string): number {
     } else bytes += 3;
   }
   return bytes;
+}
+
+/**
+ * The UTF-8 bytes of `json` (JSON.stringify's text) once Postgres stores it
+ * as jsonb and prints it back (`payload::text`, what an envelope carries):
+ * jsonb writes a space after every `,` and `:`, and a number in full, without
+ * an exponent — `5e-324` becomes 326 characters, so 64 KiB of them come back
+ * as about 3 MB. Limits on what is stored and sent must measure this, not the
+ * text a client sent. Strings print as JSON.stringify writes them; keys were
+ * already deduplicated by JSON.parse, as jsonb would (last one wins).
+ * An integration test compares it with Postgres' octet_length(jsonb::text).
+ */
+export function storedJsonBytes(json: string): number {
+  let bytes = utf8ByteLength(json);
+  for (let i = 0; i < json.length; i++) {
+    const c = json.charCodeAt(i);
+    if (c === QUOTE) {
+      for (i++; i < json.length && json.charCodeAt(i) !== QUOTE; i++) {
+        if (json.charCodeAt(i) === BACKSLASH) i++;
+      }
+    } else if (c === COMMA || c === COLON) {
+      bytes++;
+    } else if (c === MINUS || (c >= DIGIT_0 && c <= DIGIT_9)) {
+      let end = i + 1;
+      while (end < json.length && isNumberChar(json.charCodeAt(end))) end++;
+      const token = json.slice(i, end);
+      if (token.includes("e")) bytes += expandedLength(token) - token.length;
+      i = end - 1;
+    }
+  }
+  return bytes;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const MINUS = 0x2d;
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+
+const isNumberChar = (c: number): boolean =>
+  (c >= DIGIT_0 && c <= DIGIT_9) || c === 0x2e || c === 0x65 || c === 0x2b || c === MINUS;
+
+/** The length of `-1.25e+30` written out as Postgres' numeric prints it (`-1250…0`, `0.000…5`). */
+function expandedLength(token: string): number {
+  const sign = token.startsWith("-") ? 1 : 0;
+  const [mantissa = "", exponent = "0"] = token.slice(sign).split("e");
+  const [whole = "", fraction = ""] = mantissa.split(".");
+  const digits = whole.length + fraction.length;
+  const point = whole.length + Number(exponent); // where the decimal point falls among the digits
+  if (point >= digits) return sign + point; // an integer: trailing zeros
+  if (point <= 0) return sign + 2 + -point + digits; // 0.000ddd
+  return sign + digits + 1;
 }

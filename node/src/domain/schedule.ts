@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { CronSchedule } from "./cron.js";
 import { ChronofenceError, ErrorCode } from "./errors.js";
-import { findJsonProblem, utf8ByteLength } from "./json-limits.js";
+import { findJsonProblem, storedJsonBytes } from "./json-limits.js";
 import { RETRY_LIMITS, resolveRetryPolicy } from "./retry-defaults.js";
 import { fnv1a32, HOT_SHARD_COUNT } from "./shard.js";
 import { MAX_PAYLOAD_DEPTH, TASK_TYPE_PATTERN } from "./submission.js";
@@ -276,8 +276,8 @@ function serialisePayload(payload: unknown, maxPayloadBytes: number): string {
     });
   }
   const json = JSON.stringify(payload);
-  if (utf8ByteLength(json) > maxPayloadBytes) {
-    throw new ChronofenceError(ErrorCode.PayloadTooLarge, "payload too large", {
+  if (storedJsonBytes(json) > maxPayloadBytes) {
+    throw new ChronofenceError(ErrorCode.PayloadTooLarge, "payload too large as stored", {
       details: { max_payload_bytes: maxPayloadBytes },
     });
   }

@@ -9,7 +9,7 @@
 import { z } from "zod";
 import { canonicalJson } from "./canonical-json.js";
 import { ChronofenceError, ErrorCode } from "./errors.js";
-import { findJsonProblem, utf8ByteLength } from "./json-limits.js";
+import { findJsonProblem, storedJsonBytes } from "./json-limits.js";
 import {
   RETRY_LIMITS,
   type RetryPolicy,
@@ -25,7 +25,7 @@ export const TASK_TYPE_PATTERN = /^[A-Za-z0-9._:/-]{1,128}$/;
 
 /**
  * The most body bytes a request of `tasks` tasks can need, for a tenant whose
- * payloads are at most `maxPayloadBytes` (measured compactly): the payload
+ * payloads are at most `maxPayloadBytes` (as stored): the payload
  * four times over (pretty-printing, `\uXXXX` escapes as Python's json.dumps
  * writes them) plus 4 KiB for the other fields. The server stops reading a
  * body beyond this (413), so a tenant with small payloads cannot be made to
@@ -274,13 +274,11 @@ function serialisePayload(
     });
   }
   const json = JSON.stringify(payload);
-  // A UTF-8 byte is at most one UTF-16 unit per byte and at most 3 bytes per unit.
-  const tooLarge =
-    json.length > ctx.maxPayloadBytes ||
-    (json.length * 3 > ctx.maxPayloadBytes && utf8ByteLength(json) > ctx.maxPayloadBytes);
-  if (tooLarge) {
-    throw new ChronofenceError(ErrorCode.PayloadTooLarge, "payload too large", {
-      details: { ...at, max_payload_bytes: ctx.maxPayloadBytes },
+  // What is stored and sent (jsonb prints numbers in full), not what was received.
+  const storedBytes = storedJsonBytes(json);
+  if (storedBytes > ctx.maxPayloadBytes) {
+    throw new ChronofenceError(ErrorCode.PayloadTooLarge, "payload too large as stored", {
+      details: { ...at, max_payload_bytes: ctx.maxPayloadBytes, stored_bytes: storedBytes },
     });
   }
   return json;

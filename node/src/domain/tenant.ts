@@ -1,3 +1,4 @@
+import type { Scope } from "./api-keys.js";
 import type { TenantRetryDefaults } from "./retry-defaults.js";
 
 /** Who is calling, as established from an API key. */
@@ -5,6 +6,8 @@ export interface Principal {
   tenantId: string;
   apiKeyId: string;
   limits: TenantLimits;
+  /** What the key may do (domain/scopes.ts). */
+  scopes: readonly Scope[];
 }
 
 export interface TenantLimits {

@@ -5,9 +5,10 @@ import { type MaintenanceReport, maintainTaskPartitions } from "../adapters/pg/p
 import { createPgPool } from "../adapters/pg/pool.js";
 import { PgTenantDirectory } from "../adapters/pg/tenant-directory.js";
 import { type Config, horizonMsOf } from "../config/config.js";
+import type { Scope } from "../domain/api-keys.js";
 import type { TenantLimits } from "../domain/tenant.js";
 import type { Clock } from "../ports/clock.js";
-import type { CreatedTenant, TenantRecord } from "../ports/tenant-directory.js";
+import type { CreatedKey, CreatedTenant, TenantRecord } from "../ports/tenant-directory.js";
 import { uuidv7From } from "./ids.js";
 
 export { ensureDatabase } from "../adapters/pg/database.js";
@@ -62,6 +63,17 @@ export function updateTenant(
 
 export function listTenants(config: Config, clock: Clock): Promise<TenantRecord[]> {
   return withAdminPool(config, (pool) => new PgTenantDirectory(pool, uuidv7From(clock)).list());
+}
+
+export function createKey(
+  config: Config,
+  clock: Clock,
+  tenantName: string,
+  scopes: readonly Scope[],
+): Promise<CreatedKey | null> {
+  return withAdminPool(config, (pool) =>
+    new PgTenantDirectory(pool, uuidv7From(clock)).createKey(tenantName, scopes, clock.nowMs()),
+  );
 }
 
 export function revokeKey(config: Config, clock: Clock, apiKeyId: string): Promise<boolean> {

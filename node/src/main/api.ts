@@ -117,6 +117,9 @@ export async function startApi(
     cacheTtlMs: config.authCacheTtlMs,
     negativeCacheTtlMs: Math.min(config.authCacheTtlMs, config.authNegativeCacheTtlMs),
     maxCachedKeys: config.authCacheMaxKeys,
+    maxNegativeKeys: config.authNegativeCacheMaxKeys,
+    failureBurst: config.authFailureBurst,
+    failureRatePerS: config.authFailureRatePerS,
   });
 
   const bootId = newId().slice(-12);

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { systemClock } from "../adapters/clock/system-clock.js";
 import { createLogger } from "../adapters/logging/logger.js";
 import { type Config, resolveConfig } from "../config/config.js";
+import { DEFAULT_KEY_SCOPES, parseScopes, SCOPES, type Scope } from "../domain/api-keys.js";
 import type { TenantLimits } from "../domain/tenant.js";
 import type { TenantRecord } from "../ports/tenant-directory.js";
 import { registerScheduleCommands } from "./schedules-cli.js";
@@ -83,9 +84,24 @@ export async function main(argv: string[]): Promise<void> {
       for (const t of await listTenants(loadConfig(), systemClock)) console.log(tenantLine(t));
     });
 
-  program
-    .command("keys")
-    .description("manage API keys")
+  const keys = program.command("keys").description("manage API keys");
+  keys
+    .command("create <tenant>")
+    .description("create another API key for a tenant; prints the new key as the last line")
+    .option(
+      "--scopes <list>",
+      `what the key may do, of ${SCOPES.join(", ")}`,
+      DEFAULT_KEY_SCOPES.join(","),
+    )
+    .action(async (tenantName: string, opts: { scopes: string }) => {
+      const { createKey } = await import("./admin.js");
+      const scopes = scopesOf(opts.scopes);
+      const created = await createKey(loadConfig(), systemClock, tenantName, scopes);
+      if (!created) throw new Error(`no tenant named ${tenantName}`);
+      console.log(`api key id ${created.apiKeyId} scopes ${created.scopes.join(",")}`);
+      console.log(created.apiKey);
+    });
+  keys
     .command("revoke <keyId>")
     .description("revoke an API key (API processes stop accepting it within CF_AUTH_CACHE_TTL_MS)")
     .action(async (keyId: string) => {
@@ -254,6 +270,13 @@ function tenantLine(t: TenantRecord): string {
   const r = l.retryDefaults;
   const retry = `max_attempts=${r.maxAttempts ?? "-"} backoff_base=${r.backoffBaseMs ?? "-"}ms backoff_max=${r.backoffMaxMs ?? "-"}ms`;
   return `${t.id}  ${t.name}  rate=${l.ratePerS}/s burst=${l.burst} max_payload=${l.maxPayloadBytes}B grace=${l.graceMs}ms ${retry} keys=${t.activeKeys}`;
+}
+
+function scopesOf(value: string): Scope[] {
+  const parsed = parseScopes(value);
+  if (parsed.ok) return parsed.scopes;
+  const bad = parsed.unknown.length > 0 ? `unknown: ${parsed.unknown.join(", ")}` : "none given";
+  throw new Error(`--scopes: the scopes are ${SCOPES.join(", ")} (${bad})`);
 }
 
 function positiveInt(value: string): number {

@@ -1,8 +1,8 @@
 /**
  * Composition root of the dispatch-side roles — dispatcher, preloader,
- * reconciler — in any combination: one Postgres pool (login role: these roles
- * work across tenants), one Redis connection, one Kafka producer, one lease
- * manager, one /metrics listener.
+ * reconciler — in any combination: one Postgres pool (as chronofence_dispatch:
+ * these roles work across tenants), one Redis connection, one Kafka producer,
+ * one lease manager, one /metrics listener.
  */
 
 import { randomBytes } from "node:crypto";
@@ -14,6 +14,7 @@ import { PromDispatchMetrics } from "../adapters/metrics/dispatch-metrics.js";
 import { PgDispatchStore } from "../adapters/pg/dispatch-store.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import { PgLeaseStore } from "../adapters/pg/lease-store.js";
+import { PgUndeliverableTasks } from "../adapters/pg/undeliverable-tasks.js";
 import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
 import { ReconcilerActivity } from "../app/dashboard/reconciler-activity.js";
 import { RecordingExecutionStore } from "../app/dashboard/recording-execution-store.js";
@@ -70,6 +71,7 @@ export async function startDispatchRoles(
     {
       maxConnections: config.dispatchPgPoolSize,
       applicationName: `chronofence-${[...roles].join("-")}`,
+      role: "dispatch",
     },
     onError,
   );
@@ -89,11 +91,13 @@ export async function startDispatchRoles(
     onError: (error) => onError(error, "kafka"),
   });
   if (roles.has("dispatcher")) await publisher.ensureTopics();
-  const outbox = new Outbox(publisher, hotTier, clock, metrics, {
+  const undeliverable = new PgUndeliverableTasks(pool, uuidv7From(clock));
+  const outbox = new Outbox(publisher, undeliverable, hotTier, clock, metrics, {
     nodeId,
     maxInFlight: config.outboxMaxInFlight,
     maxBatchTasks: config.outboxMaxBatchTasks,
     maxBatchBytes: config.outboxMaxBatchBytes,
+    maxMessageBytes: config.kafkaMaxMessageBytes,
     retryDelayMs: config.outboxRetryMs,
     onError,
   });
@@ -189,7 +193,7 @@ export async function startDispatchRoles(
     );
   }
 
-  const server = await startMetricsServer(metrics, config.host, config.metricsPort);
+  const server = await startMetricsServer(metrics, config.metricsHost, config.metricsPort);
   log.info({ roles: [...roles], metricsPort: server.port }, "dispatch roles running");
   const report = startNodeReport(
     config,

@@ -13,7 +13,7 @@ import { Loop } from "../app/shared/loop.js";
 import type { Config } from "../config/config.js";
 import type { Clock } from "../ports/clock.js";
 import type { NodeFamily } from "../ports/cluster-store.js";
-import { type RoleErrorHandler, rolePgPool } from "./role-connections.js";
+import { loginPgPool, type RoleErrorHandler, rolePgPool } from "./role-connections.js";
 
 export interface NodeReport {
   stop(): Promise<void>;
@@ -27,11 +27,14 @@ export function startNodeReport(
   activity: TenantActivity | null,
   onError: RoleErrorHandler,
 ): NodeReport {
-  const pool = rolePgPool(
-    config,
-    { maxConnections: 1, applicationName: "chronofence-node-report" },
-    onError,
-  );
+  const applicationName = "chronofence-node-report";
+  // The background roles report as their least-privilege role; the API's report writes every
+  // tenant's counts at once, which row-level security would refuse its role: its login role,
+  // as its partition maintenance does.
+  const pool =
+    node.family === "api"
+      ? loginPgPool(config, { maxConnections: 1, applicationName }, onError)
+      : rolePgPool(config, { maxConnections: 1, applicationName, role: node.family }, onError);
   const reporter = new NodeReporter(
     new PgClusterStore(pool),
     clock,

@@ -1,6 +1,6 @@
 /**
- * Composition root of the planner role: its own Postgres pool (login role:
- * it works across tenants), Redis connection, `plan:<shard>` leases and
+ * Composition root of the planner role: its own Postgres pool (as
+ * chronofence_planner: it works across tenants), Redis connection, `plan:<shard>` leases and
  * /metrics listener. It shares nothing with the dispatch roles, so it can
  * run beside them or alone (`chronofence run --roles planner`).
  */
@@ -33,7 +33,11 @@ export async function startPlanner(
   const onError = (error: unknown, what: string) => log.warn({ err: error }, `${what} failed`);
   const pool = rolePgPool(
     config,
-    { maxConnections: config.plannerPgPoolSize, applicationName: "chronofence-planner" },
+    {
+      maxConnections: config.plannerPgPoolSize,
+      applicationName: "chronofence-planner",
+      role: "planner",
+    },
     onError,
   );
   const redis = roleRedis(config, onError);
@@ -80,7 +84,7 @@ export async function startPlanner(
     (error) => onError(error, "plan pass"),
   ).start(config.leaseHeartbeatMs);
 
-  const server = await startMetricsServer(metrics, config.host, metricsPort);
+  const server = await startMetricsServer(metrics, config.metricsHost, metricsPort);
   log.info({ metricsPort: server.port }, "planner running");
   const report = startNodeReport(
     config,

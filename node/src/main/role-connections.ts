@@ -1,8 +1,9 @@
 /**
  * The connections of the background roles (dispatch roles, planner, worker):
- * a Postgres pool as the login role — these roles work across tenants, which
- * row-level security would hide from them — and Redis, with every connection
- * error reported to the role's log rather than thrown.
+ * a Postgres pool that assumes the role's least-privilege database role
+ * (chronofence_dispatch, _worker, _planner: migrations/000011; they see
+ * every tenant's rows of the tables they use, and nothing else), and Redis,
+ * with every connection error reported to the role's log rather than thrown.
  */
 import { createPgPool, type PgPool } from "../adapters/pg/pool.js";
 import { createRedis } from "../adapters/redis/hot-tier.js";
@@ -10,9 +11,37 @@ import type { Config } from "../config/config.js";
 
 export type RoleErrorHandler = (error: unknown, what: string) => void;
 
+/** Which background role a pool serves, for its database role. */
+export type BackgroundRole = "dispatch" | "worker" | "planner";
+
+const DATABASE_ROLE_OF = {
+  dispatch: "dispatchDatabaseRole",
+  worker: "workerDatabaseRole",
+  planner: "plannerDatabaseRole",
+} as const satisfies Record<BackgroundRole, keyof Config>;
+
 export function rolePgPool(
   config: Config,
+  pool: { maxConnections: number; applicationName: string; role: BackgroundRole },
+  onError: RoleErrorHandler,
+): PgPool {
+  const role = config[DATABASE_ROLE_OF[pool.role]];
+  return pgPool(config, pool, role === "" ? null : role, onError);
+}
+
+/** A pool as the login role itself, for the API's work across tenants (its node report). */
+export function loginPgPool(
+  config: Config,
   pool: { maxConnections: number; applicationName: string },
+  onError: RoleErrorHandler,
+): PgPool {
+  return pgPool(config, pool, null, onError);
+}
+
+function pgPool(
+  config: Config,
+  pool: { maxConnections: number; applicationName: string },
+  role: string | null,
   onError: RoleErrorHandler,
 ): PgPool {
   return createPgPool({
@@ -20,7 +49,7 @@ export function rolePgPool(
     maxConnections: pool.maxConnections,
     statementTimeoutMs: config.pgStatementTimeoutMs,
     connectTimeoutMs: config.pgConnectTimeoutMs,
-    role: null,
+    role,
     applicationName: pool.applicationName,
     onError: (error) => onError(error, "postgres connection"),
   });

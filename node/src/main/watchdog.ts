@@ -74,7 +74,7 @@ export async function startWatchdog(
     config.watchdogCheckIntervalMs,
     (error) => log.warn({ err: error }, "watchdog check failed"),
   ).start();
-  const server = await startMetricsServer(metrics, config.host, config.metricsPort);
+  const server = await startMetricsServer(metrics, config.metricsHost, config.metricsPort);
   log.info({ apiUrl: config.apiUrl, metricsPort: server.port }, "watchdog running");
   return {
     metricsPort: server.port,

@@ -15,6 +15,7 @@
 
 import { registerBuiltins } from "../adapters/handlers/builtin.js";
 import { CPU_BUILTINS_FILE, CpuPool } from "../adapters/handlers/cpu-pool.js";
+import { EgressPolicy } from "../adapters/handlers/egress-policy.js";
 import { registerUserModule } from "../adapters/handlers/user-module.js";
 import { startMetricsServer } from "../adapters/http/metrics-server.js";
 import { KafkaPublisher } from "../adapters/kafka/kafka-publisher.js";
@@ -68,10 +69,15 @@ export async function startWorker(
   const workerId = config.nodeId ?? defaultNodeId();
   const log = logger.child({ worker: workerId });
   const onError = (error: unknown, what: string) => log.warn({ err: error }, `${what} failed`);
-  const metrics = new PromWorkerMetrics({ defaultMetrics: true });
+  const metrics = new PromWorkerMetrics({
+    defaultMetrics: true,
+    maxLabelValues: config.metricsMaxLabelValues,
+  });
 
   const cpuPool = new CpuPool(config.workerCpuThreads);
-  const registry = registerBuiltins(new HandlerMap());
+  const registry = registerBuiltins(new HandlerMap(), {
+    egress: new EgressPolicy(config.httpHandlerAllow),
+  });
   registry.register("spin", cpuPool.handler(CPU_BUILTINS_FILE, "spin"));
   if (config.workerHandlers !== "") {
     const types = await registerUserModule(config.workerHandlers, registry, cpuPool);
@@ -104,7 +110,11 @@ export async function startWorker(
   for (const queue of queuesOf(config)) {
     const pool = rolePgPool(
       config,
-      { maxConnections: config.workerPgPoolSize, applicationName: `chronofence-worker-${queue}` },
+      {
+        maxConnections: config.workerPgPoolSize,
+        applicationName: `chronofence-worker-${queue}`,
+        role: "worker",
+      },
       onError,
     );
     pools.push(pool);
@@ -161,7 +171,7 @@ export async function startWorker(
     await consumer.start((value) => run(value?.toString("utf8") ?? ""));
   }
 
-  const server = await startMetricsServer(metrics, config.host, config.workerMetricsPort);
+  const server = await startMetricsServer(metrics, config.metricsHost, config.workerMetricsPort);
   const report = startNodeReport(
     config,
     clock,

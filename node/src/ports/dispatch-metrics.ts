@@ -6,6 +6,8 @@ export interface DispatchMetrics {
   published(kind: string, latenessMs: number): void;
   overdue(): void;
   publishFailed(count: number): void;
+  /** Tasks buried because the broker can never accept their envelope (DEAD, undeliverable). */
+  undeliverable(count: number): void;
   cancelledDropped(count: number): void;
   wheelSize(shard: number, size: number): void;
   leaseAcquired(name: string): void;
@@ -26,6 +28,7 @@ export const noDispatchMetrics: DispatchMetrics = {
   published: () => undefined,
   overdue: () => undefined,
   publishFailed: () => undefined,
+  undeliverable: () => undefined,
   cancelledDropped: () => undefined,
   wheelSize: () => undefined,
   leaseAcquired: () => undefined,

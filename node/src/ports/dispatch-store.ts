@@ -1,4 +1,6 @@
 import type { ArmedTask } from "../domain/envelope.js";
+import type { ExecutionFailure } from "./execution-store.js";
+import type { DueEntry } from "./hot-tier.js";
 
 /** An id taken from a shard's due set, with its run_at (the set's score). */
 export interface Claim {
@@ -65,4 +67,20 @@ export interface DispatchStore {
    * returns how many.
    */
   rearmStale(staleBeforeMs: number, nowMs: number, limit: number): Promise<number>;
+}
+
+/**
+ * Tasks whose envelope the transport can never accept (larger than a
+ * message may be): retrying would loop for ever, so each becomes DEAD with
+ * the reason (a dead_letters row, reason "undeliverable"), fenced by its
+ * arm's token — only while it is still ARMED with that token. A workflow
+ * node's death is counted by its workflow in the same transaction.
+ */
+export interface UndeliverableTasks {
+  /** The ids buried, and the workflow nodes their deaths released (for the hot tier). */
+  bury(
+    tasks: readonly ArmedTask[],
+    failure: ExecutionFailure,
+    nowMs: number,
+  ): Promise<{ buried: string[]; released: DueEntry[] }>;
 }

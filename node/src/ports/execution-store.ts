@@ -29,7 +29,7 @@
  * (`chronofence_api`, row-level security), runs inside a transaction with
  * app.tenant_id set to it. The Node worker passes the tenant from the
  * envelope, so the same calls serve it. `expireLeases` is the reconciler's,
- * across tenants (login role only).
+ * across tenants (chronofence_dispatch, never the API role).
  *
  * Attempts: `tasks.attempt` counts the starts of a task (but those a
  * stopping worker interrupted, see `interrupt`). `start` increments

@@ -51,7 +51,7 @@ export class StalePlanLeaseError extends Error {
 }
 
 /**
- * The planner's view of Postgres (as the login role: it works across
+ * The planner's view of Postgres (as chronofence_planner: it works across
  * tenants). `nowMs` is always the planner's clock, passed in.
  */
 export interface PlanStore {

@@ -11,7 +11,12 @@ export interface OutboundMessage {
 export interface Publisher {
   /** Creates the topics if missing (idempotent). */
   ensureTopics(): Promise<void>;
-  /** Resolves once the broker acknowledged every message (one request where possible). */
+  /**
+   * Resolves once the broker acknowledged every message (one request where
+   * possible). Rejects with a ChronofenceError: PayloadTooLarge when the
+   * broker refused the request for a message's (or the batch's) size, which
+   * no retry can change; Unavailable for anything else (try again).
+   */
   publish(messages: readonly OutboundMessage[]): Promise<void>;
   close(): Promise<void>;
 }

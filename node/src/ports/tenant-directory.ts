@@ -1,3 +1,4 @@
+import type { Scope } from "../domain/api-keys.js";
 import type { Principal, TenantLimits } from "../domain/tenant.js";
 
 export interface TenantRecord {
@@ -8,17 +9,28 @@ export interface TenantRecord {
   activeKeys: number;
 }
 
-export interface CreatedTenant {
-  tenant: TenantRecord;
+export interface CreatedKey {
   apiKeyId: string;
   /** The plaintext key: shown once, never stored. */
   apiKey: string;
+  scopes: readonly Scope[];
+}
+
+export interface CreatedTenant extends CreatedKey {
+  tenant: TenantRecord;
 }
 
 /** Tenants and API keys. Keys are stored only as a hash. */
 export interface TenantDirectory {
   authenticate(apiKeyHash: Uint8Array): Promise<Principal | null>;
+  /** A new tenant and its first key, with DEFAULT_KEY_SCOPES. */
   create(name: string, limits: Partial<TenantLimits>, nowMs: number): Promise<CreatedTenant>;
+  /** Another key for the tenant named `tenantName`; null if no tenant has that name. */
+  createKey(
+    tenantName: string,
+    scopes: readonly Scope[],
+    nowMs: number,
+  ): Promise<CreatedKey | null>;
   list(): Promise<TenantRecord[]>;
   /**
    * Changes the named limits of a tenant (retry defaults field by field);

@@ -21,6 +21,7 @@ import {
 } from "../../src/app/schedules/planner.js";
 import { ScheduleService } from "../../src/app/schedules/schedules.js";
 import { LeaseManager } from "../../src/app/shared/leases.js";
+import { DEFAULT_KEY_SCOPES } from "../../src/domain/api-keys.js";
 import { dueKey, shardOf } from "../../src/domain/shard.js";
 import { DEFAULT_TENANT_LIMITS, type Principal } from "../../src/domain/tenant.js";
 import { uuidv7From } from "../../src/main/ids.js";
@@ -44,7 +45,7 @@ const MINUTE = 60 * SECOND;
 const START_MS = Math.ceil((Date.now() + 5 * MINUTE) / MINUTE) * MINUTE;
 
 let db: TestDatabase;
-let ownerPool: PgPool;
+let plannerPool: PgPool;
 let apiPool: PgPool;
 let redis: Redis;
 let prefix: string;
@@ -69,8 +70,14 @@ beforeAll(async () => {
   const config = testConfig(db.url);
   prefix = config.redisKeyPrefix;
   const tenant = await newTenant(config);
-  principal = { tenantId: tenant.id, apiKeyId: tenant.apiKeyId, limits: DEFAULT_TENANT_LIMITS };
-  ownerPool = pool(null, "planner-test");
+  principal = {
+    tenantId: tenant.id,
+    apiKeyId: tenant.apiKeyId,
+    limits: DEFAULT_TENANT_LIMITS,
+    scopes: DEFAULT_KEY_SCOPES,
+  };
+  // The planners assume their least-privilege role, as the planner role does (migrations/000011).
+  plannerPool = pool("chronofence_planner", "planner-test-planner");
   apiPool = pool("chronofence_api", "planner-test-api");
   redis = new Redis(TEST_REDIS_URL);
 });
@@ -78,7 +85,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const stop of stops) await stop();
   await apiPool?.end();
-  await ownerPool?.end();
+  await plannerPool?.end();
   if (prefix) await deleteRedisKeys(prefix);
   redis?.disconnect();
   await db?.drop();
@@ -119,7 +126,7 @@ interface TestPlanner {
 }
 
 function startPlanner(nodeId: string): TestPlanner {
-  const leases = new LeaseManager(new PgLeaseStore(ownerPool), clock, noDispatchMetrics, {
+  const leases = new LeaseManager(new PgLeaseStore(plannerPool), clock, noDispatchMetrics, {
     nodeId,
     ttlMs: 10 * SECOND,
     safetyMarginMs: 2 * SECOND,
@@ -127,7 +134,7 @@ function startPlanner(nodeId: string): TestPlanner {
     wantLeader: false,
   });
   const planner = new Planner(
-    new PgPlanStore(ownerPool),
+    new PgPlanStore(plannerPool),
     new RedisHotTier(redis, prefix),
     clock,
     uuidv7From(clock),
@@ -250,8 +257,8 @@ describe("exactly once", () => {
 
   it("a replayed or concurrent write of the same pass creates each task once; a stale lease writes nothing", async () => {
     const id = await createSchedule({ expression: "* * * * * *" });
-    const store = new PgPlanStore(ownerPool);
-    const leaseStore = new PgLeaseStore(ownerPool);
+    const store = new PgPlanStore(plannerPool);
+    const leaseStore = new PgLeaseStore(plannerPool);
     const name = `${PLAN_FAMILY}:replay-test`;
     const epoch = (await leaseStore.acquire(name, "replayer", 60_000, clock.nowMs()))!;
     const version = Number(

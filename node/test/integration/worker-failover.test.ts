@@ -37,7 +37,9 @@ afterAll(async () => {
   await fixture?.stop();
 });
 
-const worker = (nodeId: string) => workerChild(fixture, nodeId, WORKER_LEASE_MS);
+// The kill -9 test's endpoint is on loopback, which the http handler refuses unless allowed.
+const worker = (nodeId: string) =>
+  workerChild(fixture, nodeId, WORKER_LEASE_MS, { CF_HTTP_HANDLER_ALLOW: "127.0.0.1/32" });
 
 const submit = (body: Record<string, unknown>) =>
   submitTask(fixture.api.baseUrl, tenant.apiKey, body);

@@ -41,6 +41,8 @@ beforeAll(async () => {
       reconcileIntervalMs: 500,
       workerLeaseMs: 3000,
       workerHeartbeatMs: 500,
+      // The http handler's test endpoint is on loopback, which it refuses unless allowed.
+      httpHandlerAllow: "127.0.0.1/32",
       workerHandlers: fileURLToPath(new URL("./support/user-handlers.mjs", import.meta.url)),
     },
     {

@@ -11,22 +11,39 @@
  *           if no body is given) with Idempotency-Key (the task's key, else its
  *           id: stable across attempts), X-Chronofence-Fencing-Token,
  *           X-Chronofence-Task-Id and X-Chronofence-Attempt headers, aborted
- *           at the task's timeout. 2xx = success ({status, body}); 408, 429,
- *           5xx and network errors are retryable; other statuses are not.
+ *           at the task's timeout. 2xx = success ({status, body}, the first
+ *           64 KiB of the answer); 408, 429, 5xx and network errors are
+ *           retryable; other statuses are not, a 3xx included (redirects are
+ *           not followed). Only to addresses the egress policy permits
+ *           (safe-fetch.ts, egress-policy.ts: no loopback, link-local,
+ *           private or metadata address unless CF_HTTP_HANDLER_ALLOW says so).
  */
 
 import { PermanentError } from "../../domain/execution-error.js";
 import type { Handler, HandlerRegistry } from "../../ports/handler.js";
+import { EgressPolicy } from "./egress-policy.js";
+import { EgressRefusedError, type Resolver, safeFetch } from "./safe-fetch.js";
 
-const MAX_BODY_CHARS = 64 * 1024;
+/** The most of an answer the http handler reads (and so stores as its result). */
+export const MAX_RESPONSE_BYTES = 64 * 1024;
 
-export function registerBuiltins(registry: HandlerRegistry): HandlerRegistry {
+export interface BuiltinOptions {
+  /** Where the http handler may connect (default: public addresses only). */
+  egress?: EgressPolicy;
+  /** DNS for the http handler (tests). */
+  resolve?: Resolver;
+}
+
+export function registerBuiltins(
+  registry: HandlerRegistry,
+  options: BuiltinOptions = {},
+): HandlerRegistry {
   return registry
     .register("noop", noop)
     .register("chronofence.canary", noop)
     .register("sleep", sleepHandler)
     .register("fail", failHandler)
-    .register("http", httpHandler);
+    .register("http", httpHandler(options.egress ?? new EgressPolicy(), options.resolve));
 }
 
 const noop: Handler = async () => null;
@@ -58,51 +75,55 @@ const failHandler: Handler = async (payload, ctx) => {
   throw Object.assign(new Error(message), code === undefined ? {} : { code });
 };
 
-const httpHandler: Handler = async (payload, ctx) => {
-  if (!isObject(payload) || typeof payload.url !== "string") {
-    throw new PermanentError('http handler: the payload needs a "url" string', {
-      code: "bad_payload",
+const httpHandler =
+  (policy: EgressPolicy, resolve: Resolver | undefined): Handler =>
+  async (payload, ctx) => {
+    if (!isObject(payload) || typeof payload.url !== "string") {
+      throw new PermanentError('http handler: the payload needs a "url" string', {
+        code: "bad_payload",
+      });
+    }
+    let url: URL;
+    try {
+      url = new URL(payload.url);
+    } catch {
+      throw new PermanentError(`http handler: not a URL: ${payload.url}`, { code: "bad_payload" });
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      throw new PermanentError("http handler: only http and https URLs", { code: "bad_payload" });
+    }
+    const extra = isObject(payload.headers) ? (payload.headers as Record<string, unknown>) : {};
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(extra)) {
+      if (typeof value === "string") headers[name] = value;
+    }
+    Object.assign(headers, {
+      "content-type": "application/json",
+      "idempotency-key": ctx.idempotencyKey ?? ctx.taskId,
+      "x-chronofence-fencing-token": ctx.fencingToken,
+      "x-chronofence-task-id": ctx.taskId,
+      "x-chronofence-attempt": String(ctx.attempt),
     });
-  }
-  let url: URL;
-  try {
-    url = new URL(payload.url);
-  } catch {
-    throw new PermanentError(`http handler: not a URL: ${payload.url}`, { code: "bad_payload" });
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new PermanentError("http handler: only http and https URLs", { code: "bad_payload" });
-  }
-  const extra = isObject(payload.headers) ? (payload.headers as Record<string, unknown>) : {};
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(extra)) {
-    if (typeof value === "string") headers[name] = value;
-  }
-  Object.assign(headers, {
-    "content-type": "application/json",
-    "idempotency-key": ctx.idempotencyKey ?? ctx.taskId,
-    "x-chronofence-fencing-token": ctx.fencingToken,
-    "x-chronofence-task-id": ctx.taskId,
-    "x-chronofence-attempt": String(ctx.attempt),
-  });
-  const body = JSON.stringify("body" in payload ? payload.body : payload);
-  const response = await fetch(url, { method: "POST", headers, body, signal: ctx.signal }).catch(
-    (error: unknown) => {
+    const body = JSON.stringify("body" in payload ? payload.body : payload);
+    const request = { url, method: "POST" as const, headers, body, signal: ctx.signal };
+    const options = { policy, maxResponseBytes: MAX_RESPONSE_BYTES, ...(resolve && { resolve }) };
+    const response = await safeFetch(request, options).catch((error: unknown) => {
       if (ctx.signal.aborted) throw ctx.signal.reason;
+      if (error instanceof EgressRefusedError) throw error;
       throw Object.assign(new Error(`http handler: ${(error as Error).message}`), {
         code: "network_error",
         cause: error,
       });
-    },
-  );
-  const text = (await response.text()).slice(0, MAX_BODY_CHARS);
-  if (response.ok) return { status: response.status, body: jsonOrText(text) };
-  const retryable = response.status >= 500 || response.status === 408 || response.status === 429;
-  throw Object.assign(new Error(`http handler: ${url.host} answered ${response.status}`), {
-    code: `http_${response.status}`,
-    retryable,
-  });
-};
+    });
+    const { status } = response;
+    if (status >= 200 && status < 300) return { status, body: jsonOrText(response.text) };
+    const retryable = status >= 500 || status === 408 || status === 429;
+    const redirect = status >= 300 && status < 400 ? " (redirects are not followed)" : "";
+    throw Object.assign(new Error(`http handler: ${url.host} answered ${status}${redirect}`), {
+      code: `http_${status}`,
+      retryable,
+    });
+  };
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);

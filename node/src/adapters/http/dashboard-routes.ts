@@ -19,6 +19,7 @@ import {
   presentStats,
   presentWorkflowSummary,
 } from "./present-dashboard.js";
+import { authorized } from "./route-scopes.js";
 
 export interface DashboardRouteDeps {
   authenticator: Authenticator;
@@ -33,8 +34,7 @@ const ALERT_BODY_BYTES = 32 * 1024;
 
 export function dashboardRoutes(deps: DashboardRouteDeps): Route[] {
   const principalOf = (request: HttpRequestData): Principal | Promise<Principal> =>
-    deps.authenticator.cached(request.authorization) ??
-    deps.authenticator.authenticate(request.authorization);
+    authorized(deps.authenticator, request);
   const idOf = (request: HttpRequestData) => request.params[0] ?? "";
 
   return [

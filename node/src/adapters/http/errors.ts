@@ -6,6 +6,7 @@ export const STATUS_OF_CODE: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.InvalidJson]: 400,
   [ErrorCode.Unprocessable]: 422,
   [ErrorCode.Unauthorized]: 401,
+  [ErrorCode.Forbidden]: 403,
   [ErrorCode.NotFound]: 404,
   [ErrorCode.IdempotencyConflict]: 409,
   [ErrorCode.NameTaken]: 409,

@@ -10,6 +10,8 @@ export interface HttpRequestData {
   /** Route parameters in pattern order. */
   params: string[];
   authorization: string;
+  /** The peer's IP address as text (for the limit on failed authentications). */
+  clientAddress: string;
 }
 
 export interface HttpReply {

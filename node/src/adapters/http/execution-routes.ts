@@ -16,7 +16,7 @@ import { z } from "zod";
 import type { ExecutionService } from "../../app/execution/execution-service.js";
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
 import { workerStoppingFailure } from "../../domain/execution-error.js";
-import { findJsonProblem, isStorableText, utf8ByteLength } from "../../domain/json-limits.js";
+import { findJsonProblem, isStorableText, storedJsonBytes } from "../../domain/json-limits.js";
 import { MAX_PAYLOAD_DEPTH } from "../../domain/submission.js";
 import type { Principal } from "../../domain/tenant.js";
 import type { ExecutionFailure, ExecutionRef, FailOutcome } from "../../ports/execution-store.js";
@@ -290,7 +290,7 @@ function storableJson(value: unknown, field: string, principal: Principal): stri
     });
   }
   const text = JSON.stringify(value);
-  if (utf8ByteLength(text) > principal.limits.maxPayloadBytes) {
+  if (storedJsonBytes(text) > principal.limits.maxPayloadBytes) {
     throw new ChronofenceError(ErrorCode.PayloadTooLarge, `${field} too large`, {
       details: { field, max_bytes: principal.limits.maxPayloadBytes },
     });

@@ -1,6 +1,9 @@
 /**
  * A minimal HTTP listener for the roles without the API: GET /metrics
  * (Prometheus text) and GET /healthz. node:http is enough for a scrape.
+ * Callers bind it to CF_METRICS_HOST, loopback by default: the series name
+ * tenants and task types, and a worker runs tenants' handlers (the http
+ * handler refuses loopback for that reason too).
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -10,6 +13,8 @@ export interface MetricsSource {
 }
 
 export interface MetricsServer {
+  /** The address bound (e.g. 127.0.0.1). */
+  address: string;
   port: number;
   close(): Promise<void>;
 }
@@ -36,8 +41,10 @@ export async function startMetricsServer(
     server.once("error", reject);
     server.listen(port, host, resolve);
   });
+  const bound = server.address() as AddressInfo;
   return {
-    port: (server.address() as AddressInfo).port,
+    address: bound.address,
+    port: bound.port,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -22,6 +22,7 @@ import { executionRoutes } from "./execution-routes.js";
 import { parseJson } from "./json-body.js";
 import { presentTask } from "./present.js";
 import { presentWorkflow } from "./present-workflow.js";
+import { authorized } from "./route-scopes.js";
 
 export interface RouteDeps {
   authenticator: Authenticator;
@@ -40,9 +41,9 @@ export interface RouteDeps {
 }
 
 export function apiRoutes(deps: RouteDeps): Route[] {
+  // Authenticates and checks the route's scope (route-scopes.ts).
   const principalOf = (request: HttpRequestData): Principal | Promise<Principal> =>
-    deps.authenticator.cached(request.authorization) ??
-    deps.authenticator.authenticate(request.authorization);
+    authorized(deps.authenticator, request);
   /** Authenticates on the headers alone, then sizes the body for the tenant. */
   const admitting =
     (

@@ -14,6 +14,7 @@ import {
   type Route,
 } from "./exchange.js";
 import { parseJson } from "./json-body.js";
+import { authorized } from "./route-scopes.js";
 
 export interface ScheduleRouteDeps {
   authenticator: Authenticator;
@@ -23,9 +24,9 @@ export interface ScheduleRouteDeps {
 }
 
 export function scheduleRoutes(deps: ScheduleRouteDeps): Route[] {
+  // Authenticates and checks the route's scope (route-scopes.ts).
   const principalOf = (request: HttpRequestData): Principal | Promise<Principal> =>
-    deps.authenticator.cached(request.authorization) ??
-    deps.authenticator.authenticate(request.authorization);
+    authorized(deps.authenticator, request);
   const admitting =
     (handle: (p: Principal, body: Buffer, request: HttpRequestData) => Promise<HttpReply>) =>
     (request: HttpRequestData): Admission | Promise<Admission> => {

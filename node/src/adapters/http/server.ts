@@ -122,7 +122,7 @@ export class HttpServer {
   private register(route: Route): void {
     this.app[route.method](route.pattern, (res, req) => {
       const exchange = this.begin(res, route.name);
-      const request = snapshot(req, route);
+      const request = snapshot(req, res, route);
       if (!isBodyRoute(route)) return this.run(exchange, () => route.handle(request));
       const declared = req.getHeader("content-length");
       const chunked = req.getHeader("transfer-encoding") !== "";
@@ -288,7 +288,7 @@ export class HttpServer {
   }
 }
 
-function snapshot(req: uWS.HttpRequest, route: Route): HttpRequestData {
+function snapshot(req: uWS.HttpRequest, res: uWS.HttpResponse, route: Route): HttpRequestData {
   const params: string[] = [];
   if (route.pattern.includes(":")) params.push(req.getParameter(0) ?? "");
   return {
@@ -297,6 +297,7 @@ function snapshot(req: uWS.HttpRequest, route: Route): HttpRequestData {
     query: req.getQuery() ?? "",
     params,
     authorization: req.getHeader("authorization"),
+    clientAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
   };
 }
 
@@ -311,6 +312,7 @@ const STATUS_LINES: Record<number, string> = {
   201: "201 Created",
   400: "400 Bad Request",
   401: "401 Unauthorized",
+  403: "403 Forbidden",
   404: "404 Not Found",
   405: "405 Method Not Allowed",
   408: "408 Request Timeout",

@@ -3,7 +3,8 @@
  * our brokers), envelopes are sent in one produce request per batch, with
  * acks from all in-sync replicas. kafkajs' own retries cover a broker
  * restart; a batch that still fails is reported to the caller, which keeps
- * the tasks and tries again.
+ * the tasks and tries again — unless the broker refused it as too large
+ * (PayloadTooLarge: kafkajs does not retry that, and neither should anyone).
  */
 import {
   CompressionTypes,
@@ -92,6 +93,8 @@ export class KafkaPublisher implements Publisher {
         topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })),
       });
     } catch (error) {
+      // Not the broker's health: this request can never succeed (the caller splits it).
+      if (refusedAsTooLarge(error)) throw tooLarge(error);
       this.options.onError(error);
       if (producer === this.producer) {
         this.connected = undefined; // connect again next time (a failed connect stays rejected)
@@ -161,5 +164,20 @@ function causedByTimeout(error: unknown): boolean {
   return false;
 }
 
+/** The broker's MESSAGE_TOO_LARGE (a record) or RECORD_LIST_TOO_LARGE (a record batch). */
+const TOO_LARGE = new Set(["MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE"]);
+
+function refusedAsTooLarge(error: unknown, depth = 0): boolean {
+  if (!(error instanceof Error) || depth > 5) return false;
+  if (TOO_LARGE.has((error as { type?: string }).type ?? "")) return true;
+  const nested = (error as { errors?: unknown[] }).errors ?? [];
+  return [error.cause, ...nested].some((e) => refusedAsTooLarge(e, depth + 1));
+}
+
 const unavailable = (cause: unknown) =>
   new ChronofenceError(ErrorCode.Unavailable, "kafka unavailable", { cause });
+
+const tooLarge = (cause: unknown) =>
+  new ChronofenceError(ErrorCode.PayloadTooLarge, "the broker refused a message as too large", {
+    cause,
+  });

@@ -41,6 +41,10 @@ export class PromDispatchMetrics implements DispatchMetrics {
     "cf_dispatch_publish_failures_total",
     "Envelopes whose produce request failed (retried)",
   );
+  private readonly undeliverableTotal = this.counter(
+    "cf_dispatch_undeliverable_total",
+    "Tasks made DEAD because the broker can never accept their envelope (too large)",
+  );
   private readonly cancelled = this.counter(
     "cf_dispatch_cancelled_dropped_total",
     "Cancelled tasks dropped from a wheel",
@@ -90,6 +94,9 @@ export class PromDispatchMetrics implements DispatchMetrics {
   }
   publishFailed(count: number): void {
     this.failed.inc(count);
+  }
+  undeliverable(count: number): void {
+    this.undeliverableTotal.inc(count);
   }
   cancelledDropped(count: number): void {
     this.cancelled.inc(count);

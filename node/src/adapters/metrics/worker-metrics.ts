@@ -1,9 +1,22 @@
-/** Prometheus metrics of the worker role (prom-client). */
+/**
+ * Prometheus metrics of the worker role (prom-client). Tenant ids and task
+ * types label some series; each label keeps its first `maxLabelValues`
+ * values and counts the rest as "other" (label-cap.ts).
+ */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { StaleAt, WorkerMetrics, WorkerOutcome } from "../../ports/worker-metrics.js";
+import { LabelCap } from "./label-cap.js";
+
+export interface WorkerMetricsOptions {
+  defaultMetrics: boolean;
+  /** Distinct tenant ids, and distinct task types, labelled as themselves (default 100). */
+  maxLabelValues?: number;
+}
 
 export class PromWorkerMetrics implements WorkerMetrics {
   readonly registry = new Registry();
+  private readonly tenants: LabelCap;
+  private readonly types: LabelCap;
   private readonly counter = (name: string, help: string, labelNames: string[] = []) =>
     new Counter({ name, help, labelNames, registers: [this.registry] });
 
@@ -66,30 +79,32 @@ export class PromWorkerMetrics implements WorkerMetrics {
     ["queue"],
   );
 
-  constructor(options: { defaultMetrics: boolean }) {
+  constructor(options: WorkerMetricsOptions) {
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: "cf_" });
+    this.tenants = new LabelCap(options.maxLabelValues ?? 100);
+    this.types = new LabelCap(options.maxLabelValues ?? 100);
   }
 
   started(queue: string, latenessMs: number): void {
     this.lateness.observe({ queue }, latenessMs / 1000);
   }
   ran(type: string, durationMs: number): void {
-    this.runTime.observe({ type }, durationMs / 1000);
+    this.runTime.observe({ type: this.types.of(type) }, durationMs / 1000);
   }
   outcome(type: string, outcome: WorkerOutcome): void {
-    this.outcomes.inc({ type, outcome });
+    this.outcomes.inc({ type: this.types.of(type), outcome });
   }
   staleToken(at: StaleAt): void {
     this.stale.inc({ at });
   }
   retried(type: string): void {
-    this.retries.inc({ type });
+    this.retries.inc({ type: this.types.of(type) });
   }
   deadLettered(type: string): void {
-    this.dead.inc({ type });
+    this.dead.inc({ type: this.types.of(type) });
   }
   inFlight(tenantId: string, delta: 1 | -1): void {
-    this.inFlightGauge.inc({ tenant: tenantId }, delta);
+    this.inFlightGauge.inc({ tenant: this.tenants.of(tenantId) }, delta);
   }
   malformed(queue: string): void {
     this.malformedTotal.inc({ queue });

@@ -12,7 +12,7 @@ import { fromPgError } from "./errors.js";
 import type { PgPool } from "./pool.js";
 import { ARM_TASKS, REARM_STALE, SCHEDULED_BEFORE } from "./sql/dispatch.js";
 
-/** The dispatcher roles' view of Postgres: all tenants, as the login role. */
+/** The dispatcher roles' view of Postgres: all tenants, as chronofence_dispatch (migrations/000011). */
 export class PgDispatchStore implements DispatchStore {
   constructor(private readonly pool: PgPool) {}
 

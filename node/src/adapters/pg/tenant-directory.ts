@@ -1,15 +1,23 @@
 import { createHash, randomBytes } from "node:crypto";
+import { DEFAULT_KEY_SCOPES, isScope, type Scope } from "../../domain/api-keys.js";
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
 import {
   type TenantRetryDefaults,
   tenantRetryDefaultsProblems,
 } from "../../domain/retry-defaults.js";
 import { DEFAULT_TENANT_LIMITS, type Principal, type TenantLimits } from "../../domain/tenant.js";
-import type { CreatedTenant, TenantDirectory, TenantRecord } from "../../ports/tenant-directory.js";
+import type {
+  CreatedKey,
+  CreatedTenant,
+  TenantDirectory,
+  TenantRecord,
+} from "../../ports/tenant-directory.js";
 import { roundMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
+import type { Queryable } from "./fenced-calls.js";
 import { type PgPool, withTransaction } from "./pool.js";
 import {
+  AUDIT_API_KEY_CREATE,
   AUDIT_TENANT_CREATE,
   AUDIT_TENANT_UPDATE,
   AUTHENTICATE,
@@ -18,10 +26,11 @@ import {
   LIST_TENANTS,
   LOCK_TENANT_BY_NAME,
   REVOKE_API_KEY,
+  TENANT_ID_BY_NAME,
   UPDATE_TENANT_LIMITS,
 } from "./sql/tenants.js";
 
-/** API keys look like `cfk_<43 base64url chars>`: 256 random bits. */
+/** API keys look like `cfk_<43 base64url chars>`: 256 random bits (API_KEY_PATTERN). */
 export function generateApiKey(): string {
   return `cfk_${randomBytes(32).toString("base64url")}`;
 }
@@ -46,7 +55,12 @@ export class PgTenantDirectory implements TenantDirectory {
       const result = await this.pool.query(AUTHENTICATE, [Buffer.from(apiKeyHash)]);
       const row = result.rows[0];
       if (!row) return null;
-      return { tenantId: row.tenant_id, apiKeyId: row.api_key_id, limits: limitsOf(row) };
+      return {
+        tenantId: row.tenant_id,
+        apiKeyId: row.api_key_id,
+        limits: limitsOf(row),
+        scopes: (row.scopes as string[]).filter(isScope),
+      };
     } catch (error) {
       throw fromPgError(error, "authenticate");
     }
@@ -57,8 +71,6 @@ export class PgTenantDirectory implements TenantDirectory {
     checkRetryDefaults(full);
     const retry = full.retryDefaults;
     const tenantId = this.newId();
-    const apiKeyId = this.newId();
-    const apiKey = generateApiKey();
     try {
       return await withTransaction(this.pool, async (client) => {
         await client.query(INSERT_TENANT, [
@@ -73,19 +85,14 @@ export class PgTenantDirectory implements TenantDirectory {
           retry.backoffMaxMs ?? null,
           nowMs,
         ]);
-        await client.query(INSERT_API_KEY, [
-          apiKeyId,
-          tenantId,
-          Buffer.from(hashApiKey(apiKey)),
-          nowMs,
-        ]);
+        const key = await this.insertKey(client, tenantId, DEFAULT_KEY_SCOPES, nowMs);
         await client.query(AUDIT_TENANT_CREATE, [
           tenantId,
-          JSON.stringify({ name, api_key_id: apiKeyId }),
+          JSON.stringify({ name, api_key_id: key.apiKeyId }),
           nowMs,
         ]);
         const tenant = { id: tenantId, name, limits: full, createdAtMs: nowMs, activeKeys: 1 };
-        return { tenant, apiKeyId, apiKey };
+        return { tenant, ...key };
       });
     } catch (error) {
       if ((error as { code?: string }).code === "23505") {
@@ -93,6 +100,40 @@ export class PgTenantDirectory implements TenantDirectory {
       }
       throw fromPgError(error, "create tenant");
     }
+  }
+
+  async createKey(
+    tenantName: string,
+    scopes: readonly Scope[],
+    nowMs: number,
+  ): Promise<CreatedKey | null> {
+    try {
+      return await withTransaction(this.pool, async (client) => {
+        const found = await client.query(TENANT_ID_BY_NAME, [tenantName]);
+        if (found.rowCount === 0) return null;
+        const tenantId: string = found.rows[0].id;
+        const key = await this.insertKey(client, tenantId, scopes, nowMs);
+        const details = JSON.stringify({ scopes: key.scopes });
+        await client.query(AUDIT_API_KEY_CREATE, [tenantId, key.apiKeyId, details, nowMs]);
+        return key;
+      });
+    } catch (error) {
+      throw fromPgError(error, "create key");
+    }
+  }
+
+  /** A new key row; only its hash is stored. */
+  private async insertKey(
+    db: Queryable,
+    tenantId: string,
+    scopes: readonly Scope[],
+    nowMs: number,
+  ): Promise<CreatedKey> {
+    const apiKeyId = this.newId();
+    const apiKey = generateApiKey();
+    const hash = Buffer.from(hashApiKey(apiKey));
+    await db.query(INSERT_API_KEY, [apiKeyId, tenantId, hash, nowMs, [...scopes]]);
+    return { apiKeyId, apiKey, scopes };
   }
 
   async update(

@@ -9,12 +9,21 @@
  * their claims are removed from Redis (by shard). A failed request is retried
  * after a short pause, each task only while its shard's lease still holds —
  * otherwise it is dropped, and the shard's new owner publishes it.
+ *
+ * An envelope the broker can never accept is no reason to retry: one larger
+ * than `maxMessageBytes` is not sent, and a request the broker refuses as too
+ * large is split in halves until the refused envelopes stand alone. Those
+ * tasks are buried — DEAD with the reason, a dead letter, fenced by their
+ * token (UndeliverableTasks) — and the rest of their batch is published.
  */
 import { type ArmedTask, envelopeJson, topicKindOf } from "../../domain/envelope.js";
+import { ErrorCode, isChronofenceError } from "../../domain/errors.js";
+import { utf8ByteLength } from "../../domain/json-limits.js";
 import type { Clock } from "../../ports/clock.js";
 import type { DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
 import type { DispatchMetrics } from "../../ports/dispatch-metrics.js";
-import type { Claim } from "../../ports/dispatch-store.js";
+import type { Claim, UndeliverableTasks } from "../../ports/dispatch-store.js";
+import type { ExecutionFailure } from "../../ports/execution-store.js";
 import type { OutboundMessage, Publisher } from "../../ports/publisher.js";
 
 export interface OutgoingTask {
@@ -35,6 +44,8 @@ export interface OutboxOptions {
   maxBatchTasks: number;
   /** About the most envelope bytes per produce request (below the broker's message.max.bytes). */
   maxBatchBytes: number;
+  /** The largest envelope the broker accepts (its message.max.bytes, less the record's overhead). */
+  maxMessageBytes: number;
   retryDelayMs: number;
   onError: (error: unknown, what: string) => void;
 }
@@ -47,6 +58,7 @@ export class Outbox {
 
   constructor(
     private readonly publisher: Publisher,
+    private readonly undeliverable: UndeliverableTasks,
     private readonly hotTier: DispatchHotTier,
     private readonly clock: Clock,
     private readonly metrics: DispatchMetrics,
@@ -80,12 +92,24 @@ export class Outbox {
     this.requestsInFlight++;
     const taken = this.takeBatch();
     this.scheduleFlush(); // the rest, if any, in a parallel request
-    const { batch, messages } = this.envelopes(taken);
+    const { batch, messages, oversized } = this.envelopes(taken);
+    await Promise.all([this.send(batch, messages), this.bury(oversized)]);
+  }
+
+  /** One produce request; a refusal for size splits it (see the header), anything else retries. */
+  private async send(batch: OutgoingTask[], messages: OutboundMessage[]): Promise<void> {
+    if (batch.length === 0) return;
     this.inFlight += batch.length;
     try {
       await this.publisher.publish(messages);
     } catch (error) {
       this.inFlight -= batch.length;
+      if (isChronofenceError(error) && error.code === ErrorCode.PayloadTooLarge) {
+        if (batch.length === 1) return this.bury(batch);
+        const half = Math.ceil(batch.length / 2);
+        await this.send(batch.slice(0, half), messages.slice(0, half));
+        return this.send(batch.slice(half), messages.slice(half));
+      }
       this.metrics.publishFailed(batch.length);
       this.options.onError(error, "publish");
       setTimeout(() => this.retry(batch), this.options.retryDelayMs).unref();
@@ -106,22 +130,73 @@ export class Outbox {
    * A task whose envelope cannot be built is dropped and reported, not sent
    * with the batch (that would fail every other task in it, on every retry).
    * Its claim expires back to due; the reconciler re-arms it after the
-   * dispatch timeout, and it is reported again.
+   * dispatch timeout, and it is reported again. One larger than the broker
+   * accepts is set aside to be buried.
    */
-  private envelopes(taken: OutgoingTask[]): { batch: OutgoingTask[]; messages: OutboundMessage[] } {
+  private envelopes(taken: OutgoingTask[]): {
+    batch: OutgoingTask[];
+    messages: OutboundMessage[];
+    oversized: OutgoingTask[];
+  } {
     const nowMs = this.clock.nowMs();
     const batch: OutgoingTask[] = [];
     const messages: OutboundMessage[] = [];
+    const oversized: OutgoingTask[] = [];
     for (const item of taken) {
       try {
-        messages.push(this.messageOf(item, nowMs));
+        const message = this.messageOf(item, nowMs);
+        // A UTF-8 byte is at least one UTF-16 unit: count bytes only when it might matter.
+        const large = message.value.length * 3 > this.options.maxMessageBytes;
+        if (large && utf8ByteLength(message.value) > this.options.maxMessageBytes) {
+          oversized.push(item);
+          continue;
+        }
+        messages.push(message);
         batch.push(item);
       } catch (error) {
         this.options.onError(error, `envelope of task ${item.task.id}`);
         item.settled();
       }
     }
-    return { batch, messages };
+    return { batch, messages, oversized };
+  }
+
+  /**
+   * DEAD with the reason (fenced by each task's token), their claims
+   * forgotten, released workflow nodes to the hot tier. If Postgres is away
+   * the tasks stay ARMED: their claims expire back to due and they come round
+   * again (at the claim TTL's pace, not the retry delay's).
+   */
+  private async bury(items: OutgoingTask[]): Promise<void> {
+    if (items.length === 0) return;
+    const failure: ExecutionFailure = {
+      message: `the envelope is larger than the broker accepts (${this.options.maxMessageBytes} bytes, CF_KAFKA_MAX_MESSAGE_BYTES, or the broker's own limit); it can never be published`,
+      code: "message_too_large",
+      retryable: false,
+    };
+    try {
+      const tasks = items.map((i) => i.task);
+      const { buried, released } = await this.undeliverable.bury(
+        tasks,
+        failure,
+        this.clock.nowMs(),
+      );
+      this.metrics.undeliverable(buried.length);
+      const ids = items.map((i) => i.task.id).join(", ");
+      this.options.onError(new Error(`${failure.message}: ${ids}`), "publish (undeliverable)");
+      // Only the claims of what was buried: a task re-armed meanwhile is its new owner's.
+      const done = new Set(buried);
+      await this.ack(items.filter((i) => done.has(i.task.id)));
+      if (released.length > 0) {
+        await this.hotTier
+          .addDue(released)
+          .catch((error: unknown) => this.options.onError(error, "add released nodes"));
+      }
+    } catch (error) {
+      this.options.onError(error, "bury undeliverable tasks");
+    } finally {
+      for (const item of items) item.settled();
+    }
   }
 
   /** Up to maxBatchTasks and about maxBatchBytes of payload: a broker refuses larger record batches. */

@@ -30,6 +30,7 @@ import {
   workerStoppingFailure,
 } from "../../domain/execution-error.js";
 import type { InboundEnvelope } from "../../domain/inbound-envelope.js";
+import { storedJsonBytes } from "../../domain/json-limits.js";
 import type { Clock } from "../../ports/clock.js";
 import type {
   CompleteOutcome,
@@ -322,7 +323,7 @@ export class Executor {
       });
     }
     if (json === undefined) return "null"; // a function or symbol: no result
-    if (Buffer.byteLength(json) > this.options.maxResultBytes) {
+    if (storedJsonBytes(json) > this.options.maxResultBytes) {
       throw new PermanentError(
         `the handler's result is larger than ${this.options.maxResultBytes} bytes`,
         { code: "result_too_large" },

@@ -158,7 +158,7 @@ describe("tenant stats", () => {
       },
     } as unknown as DashboardStore;
     const service = new TenantStatsService(store, clock);
-    const principal = { tenantId: "t", apiKeyId: "k", limits: DEFAULT_TENANT_LIMITS };
+    const principal = { tenantId: "t", apiKeyId: "k", limits: DEFAULT_TENANT_LIMITS, scopes: [] };
     const stats = await service.get(principal);
     expect(stats.completedPerS).toBe(1);
     expect(stats.completed).toBe(560);

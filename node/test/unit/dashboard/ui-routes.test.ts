@@ -25,7 +25,14 @@ afterAll(async () => {
 
 async function get(routes: ReturnType<typeof uiRoutes>, urlPath: string): Promise<HttpReply> {
   const route = (urlPath === "/ui" ? routes[0] : routes[1]) as BodylessRoute;
-  return route.handle({ method: "get", path: urlPath, query: "", params: [], authorization: "" });
+  return route.handle({
+    method: "get",
+    path: urlPath,
+    query: "",
+    params: [],
+    authorization: "",
+    clientAddress: "127.0.0.1",
+  });
 }
 const header = (reply: HttpReply, name: string) =>
   reply.headers?.find(([n]) => n.toLowerCase() === name.toLowerCase())?.[1];

@@ -1,55 +1,138 @@
-/** The outbox on its own: one bad envelope does not hold back the rest of its batch. */
+/**
+ * The outbox on its own: one bad envelope does not hold back the rest of its
+ * batch, and an envelope the broker can never accept is buried (DEAD,
+ * undeliverable) once rather than retried for ever.
+ */
 import { describe, expect, it } from "vitest";
 import { Outbox } from "../../../src/app/dispatch/outbox.js";
+import type { ArmedTask } from "../../../src/domain/envelope.js";
+import { ChronofenceError, ErrorCode } from "../../../src/domain/errors.js";
 import type { DispatchHotTier } from "../../../src/ports/dispatch-hot-tier.js";
 import { noDispatchMetrics } from "../../../src/ports/dispatch-metrics.js";
+import type { Claim } from "../../../src/ports/dispatch-store.js";
+import type { ExecutionFailure } from "../../../src/ports/execution-store.js";
 import type { OutboundMessage, Publisher } from "../../../src/ports/publisher.js";
 import { FakeClock } from "../../support/fake-clock.js";
 import { armedTask } from "./armed-task.js";
 
+const MAX_MESSAGE_BYTES = 4096;
+
+/** A broker that refuses any request holding a message over `brokerLimitBytes`, and counts requests. */
+function harness(brokerLimitBytes = Number.POSITIVE_INFINITY) {
+  const clock = new FakeClock(1_000_000);
+  const sent: OutboundMessage[] = [];
+  const state = { requests: 0, refusals: 0 };
+  const publisher: Publisher = {
+    ensureTopics: async () => undefined,
+    publish: async (messages) => {
+      state.requests++;
+      if (messages.some((m) => Buffer.byteLength(m.value) > brokerLimitBytes)) {
+        state.refusals++;
+        throw new ChronofenceError(ErrorCode.PayloadTooLarge, "MESSAGE_TOO_LARGE");
+      }
+      sent.push(...messages);
+    },
+    close: async () => undefined,
+  };
+  const acked: string[] = [];
+  const hotTier = {
+    ack: async (byShard: ReadonlyMap<number, readonly Claim[]>) => {
+      for (const claims of byShard.values()) acked.push(...claims.map((c) => c.taskId));
+    },
+    addDue: async () => undefined,
+  } as unknown as DispatchHotTier;
+  const buried: Array<{ ids: string[]; failure: ExecutionFailure }> = [];
+  const undeliverable = {
+    bury: async (tasks: readonly ArmedTask[], failure: ExecutionFailure) => {
+      buried.push({ ids: tasks.map((t) => t.id), failure });
+      return { buried: tasks.map((t) => t.id), released: [] };
+    },
+  };
+  const counted = { undeliverable: 0 };
+  const metrics = {
+    ...noDispatchMetrics,
+    undeliverable: (n: number) => {
+      counted.undeliverable += n;
+    },
+  };
+  const errors: string[] = [];
+  const outbox = new Outbox(publisher, undeliverable, hotTier, clock, metrics, {
+    nodeId: "me",
+    maxInFlight: 1,
+    maxBatchTasks: 500,
+    maxBatchBytes: 512 * 1024,
+    maxMessageBytes: MAX_MESSAGE_BYTES,
+    retryDelayMs: 10,
+    onError: (_error: unknown, what: string) => errors.push(what),
+  });
+  const settled: string[] = [];
+  /** Resolves once every task added settles (published, buried or dropped): no sleep. */
+  const add = (...tasks: ArmedTask[]) =>
+    Promise.all(
+      tasks.map(
+        (task) =>
+          new Promise<void>((resolve) =>
+            outbox.add({
+              task,
+              shard: 3,
+              epoch: 7,
+              stillHolds: () => true,
+              settled: () => {
+                settled.push(task.id);
+                resolve();
+              },
+            }),
+          ),
+      ),
+    );
+  return { outbox, add, sent, state, acked, buried, counted, errors, settled };
+}
+
+const withPayload = (id: string, bytes: number): ArmedTask => ({
+  ...armedTask(id, 1_000_000),
+  payloadJson: JSON.stringify("x".repeat(bytes)),
+});
+
+const idsOf = (messages: OutboundMessage[]) => messages.map((m) => JSON.parse(m.value).task_id);
+
 describe("outbox", () => {
   it("drops and reports a task whose envelope cannot be built; the others are published", async () => {
-    const clock = new FakeClock(1_000_000);
-    const sent: OutboundMessage[] = [];
-    const publisher: Publisher = {
-      ensureTopics: async () => undefined,
-      publish: async (messages) => {
-        sent.push(...messages);
+    const h = harness();
+    await h.add(armedTask("good", 1_000_000), armedTask("bad", Number.MAX_VALUE));
+    expect(idsOf(h.sent)).toEqual(["good"]);
+    expect(h.errors).toEqual(["envelope of task bad"]);
+    expect(h.settled.sort()).toEqual(["bad", "good"]);
+    expect(h.outbox.size).toBe(0);
+  });
+
+  it("buries an envelope over maxMessageBytes without sending it; the rest of the batch is published", async () => {
+    const h = harness();
+    await h.add(withPayload("a", 10), withPayload("huge", MAX_MESSAGE_BYTES), withPayload("b", 10));
+    expect(idsOf(h.sent)).toEqual(["a", "b"]);
+    expect(h.buried).toEqual([
+      {
+        ids: ["huge"],
+        failure: expect.objectContaining({ code: "message_too_large", retryable: false }),
       },
-      close: async () => undefined,
-    };
-    const hotTier = { ack: async () => undefined } as unknown as DispatchHotTier;
-    const errors: string[] = [];
-    const outbox = new Outbox(publisher, hotTier, clock, noDispatchMetrics, {
-      nodeId: "me",
-      maxInFlight: 1,
-      maxBatchTasks: 500,
-      maxBatchBytes: 512 * 1024,
-      retryDelayMs: 10,
-      onError: (_error, what) => errors.push(what),
-    });
-    const settled: string[] = [];
-    let bothSettled!: () => void;
-    const untilBothSettled = new Promise<void>((resolve) => {
-      bothSettled = resolve;
-    });
-    for (const t of [armedTask("good", 1_000_000), armedTask("bad", Number.MAX_VALUE)]) {
-      outbox.add({
-        task: t,
-        shard: 3,
-        epoch: 7,
-        stillHolds: () => true,
-        settled: () => {
-          settled.push(t.id);
-          if (settled.length === 2) bothSettled();
-        },
-      });
-    }
-    // Each task settles once, published or dropped: no sleep, the test waits for both.
-    await untilBothSettled;
-    expect(sent.map((m) => JSON.parse(m.value).task_id)).toEqual(["good"]);
-    expect(errors).toEqual(["envelope of task bad"]);
-    expect(settled.sort()).toEqual(["bad", "good"]);
-    expect(outbox.size).toBe(0);
+    ]);
+    expect(h.counted.undeliverable).toBe(1);
+    expect(h.acked.sort()).toEqual(["a", "b", "huge"]);
+    expect(h.settled.sort()).toEqual(["a", "b", "huge"]);
+    expect(h.outbox.size).toBe(0);
+  });
+
+  it("splits a batch the broker refuses as too large and buries only the refused envelope, with no retry loop", async () => {
+    const h = harness(2000); // the broker's limit is below ours
+    const tasks = ["t0", "t1", "t2", "t3", "t4", "t5", "t6"].map((id) => withPayload(id, 10));
+    tasks.splice(4, 0, withPayload("big", 3000));
+    await h.add(...tasks);
+    expect(idsOf(h.sent).sort()).toEqual(["t0", "t1", "t2", "t3", "t4", "t5", "t6"]);
+    expect(h.buried.map((b) => b.ids)).toEqual([["big"]]);
+    expect(h.errors.filter((e) => e === "publish")).toEqual([]); // never retried as a failure
+    expect(h.state.refusals).toBeLessThanOrEqual(4); // halves down to the culprit: log2(8) + 1
+    // Absence of a retry loop: five retry delays later, still no more requests.
+    await new Promise((resolve) => setTimeout(resolve, 5 * 10));
+    expect(h.state.requests).toBeLessThanOrEqual(8);
+    expect(h.outbox.size).toBe(0);
   });
 });

@@ -118,11 +118,13 @@ function setup(
     close: async () => undefined,
   };
   const timers = new FakeTimers(clock);
-  const outbox = new Outbox(publisher, hotTier, clock, noDispatchMetrics, {
+  const undeliverable = { bury: async () => ({ buried: [], released: [] }) };
+  const outbox = new Outbox(publisher, undeliverable, hotTier, clock, noDispatchMetrics, {
     nodeId: "me",
     maxInFlight: 2,
     maxBatchTasks: 500,
     maxBatchBytes: 512 * 1024,
+    maxMessageBytes: 1_000_000,
     retryDelayMs: 10,
     onError: () => undefined,
   });

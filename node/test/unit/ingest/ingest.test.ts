@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { GroupCommitter } from "../../../src/app/ingest/group-commit.js";
 import { afterCommit, IngestService } from "../../../src/app/ingest/ingest.js";
 import { RateLimiter } from "../../../src/app/shared/rate-limiter.js";
+import { DEFAULT_KEY_SCOPES } from "../../../src/domain/api-keys.js";
 import { ErrorCode } from "../../../src/domain/errors.js";
 import { DEFAULT_TENANT_LIMITS, type Principal } from "../../../src/domain/tenant.js";
 import type { DueEntry, HotTier } from "../../../src/ports/hot-tier.js";
@@ -45,7 +46,12 @@ function setup(limits = DEFAULT_TENANT_LIMITS) {
       hotWindowMs: HOUR_MS,
     },
   );
-  const principal: Principal = { tenantId: "tenant-a", apiKeyId: "key-a", limits };
+  const principal: Principal = {
+    tenantId: "tenant-a",
+    apiKeyId: "key-a",
+    limits,
+    scopes: DEFAULT_KEY_SCOPES,
+  };
   return { clock, store, added, ingest, principal, connection };
 }
 

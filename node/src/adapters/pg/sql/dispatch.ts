@@ -1,6 +1,7 @@
 /**
- * The dispatcher's statements (PgDispatchStore), as the login role across
- * tenants: the fenced arm, the pre-loader's sweep, the re-arm of stale tasks.
+ * The dispatcher's statements (PgDispatchStore), as chronofence_dispatch across
+ * tenants: the fenced arm, the pre-loader's sweep, the re-arm of stale tasks,
+ * the burial of tasks whose envelope can never be published.
  */
 import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
 
@@ -129,3 +130,42 @@ UPDATE tasks t
   FROM stale s
  WHERE t.id = s.id AND t.run_at = s.run_at AND t.status = 'ARMED'
 RETURNING t.id`;
+
+/**
+ * bury-undeliverable: ARMED tasks whose envelope the broker can never accept
+ * become DEAD, each with a dead letter (reason `undeliverable`).
+ * $1 ids uuid[], $2 run_at_ms float8[], $3 tokens bigint[] (the arm's), $4 dead letter ids
+ * uuid[], $5 failure jsonb ({message, code, retryable}), $6 now_ms, $7 now as RFC 3339 text,
+ * $8 min run_at, $9 max run_at (timestamptz). Locks: the task rows it updates (the caller
+ * holds their workflows' rows already: lock order of migrations/000007).
+ * → one row (id, run_at_ms, workflow_id) per task buried: only those still ARMED with that
+ *   token (a task re-armed, cancelled or started since is left alone). New fencing tokens.
+ */
+export const BURY_UNDELIVERABLE = `
+WITH d AS (
+  SELECT * FROM unnest($1::uuid[], $2::float8[], $3::bigint[], $4::uuid[])
+           AS d (id, run_at_ms, token, letter_id)
+),
+buried AS (
+  UPDATE tasks t
+     SET status = 'DEAD',
+         fencing_token = nextval('fencing_token_seq'),
+         last_error = $5::jsonb || jsonb_build_object('details', NULL, 'attempt', t.attempt,
+                        'fencing_token', d.token::text, 'worker_id', NULL, 'at', $7::text),
+         failed_at = ${sqlTimestamptz("$6")},
+         dead_at = ${sqlTimestamptz("$6")},
+         updated_at = ${sqlTimestamptz("$6")}
+    FROM d
+   WHERE t.id = d.id AND t.run_at = ${sqlTimestamptz("d.run_at_ms")} AND t.fencing_token = d.token
+     AND t.status = 'ARMED' AND t.run_at >= $8::timestamptz AND t.run_at <= $9::timestamptz
+  RETURNING t.id, t.tenant_id, t.type, t.payload, t.attempt, t.max_attempts, d.token, t.run_at,
+            t.workflow_id, d.letter_id, t.last_error
+),
+letters AS (
+  INSERT INTO dead_letters (id, tenant_id, task_id, type, payload, attempt, max_attempts,
+                            fencing_token, error, reason, worker_id, run_at, dead_at)
+  SELECT b.letter_id, b.tenant_id, b.id, b.type, b.payload, b.attempt, b.max_attempts, b.token,
+         b.last_error, 'undeliverable', NULL, b.run_at, ${sqlTimestamptz("$6")}
+    FROM buried b
+)
+SELECT b.id, ${sqlEpochMs("b.run_at")} AS run_at_ms, b.workflow_id FROM buried b`;

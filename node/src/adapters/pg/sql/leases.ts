@@ -1,5 +1,5 @@
 /**
- * The lease statements (migrations/000001 `leases`). Times are the caller's
+ * The lease statements (migrations/000001 `leases`; the roles' privileges: 000011). Times are the caller's
  * clock as epoch ms ($now_ms float8), never the server's now(), so a fake
  * clock drives the protocol and every node judges expiry by the time it sent.
  */
@@ -65,13 +65,11 @@ RETURNING l.name`;
  *   nodes that stopped without releasing would otherwise leave a row each
  *   forever. Only membership rows: a shard or leader row keeps its epoch (the
  *   fencing token) for good. One that renewed or was re-acquired meanwhile is
- *   unexpired and stays.
+ *   unexpired and stays. cf_delete_expired_members (SECURITY DEFINER,
+ *   migrations/000011_role_privileges.sql): the roles may not DELETE leases themselves.
  */
 export const DELETE_EXPIRED_MEMBERS = `
-DELETE FROM leases
- WHERE name = ANY($1::text[]) AND name LIKE 'node:%'
-   AND expires_at <= ${sqlTimestamptz("$2::float8")}
-RETURNING name`;
+SELECT name FROM cf_delete_expired_members($1::text[], ${sqlTimestamptz("$2::float8")}) AS name`;
 
 /**
  * list-leases: $1 prefixes text[]. Locks: nothing.

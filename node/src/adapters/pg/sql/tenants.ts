@@ -11,9 +11,9 @@ import { sqlEpochMs, sqlTimestamptzViaSeconds } from "../epoch-ms.js";
  * authenticate: the principal of an API key, for the API role.
  * $1 key_hash bytea (SHA-256 of the key). Locks: nothing.
  * → 1 row (api_key_id, tenant_id, rate_per_s, burst, max_payload_bytes, grace_ms,
- *   default_max_attempts, default_backoff_base_ms, default_backoff_max_ms) for an
+ *   default_max_attempts, default_backoff_base_ms, default_backoff_max_ms, scopes) for an
  *   active key, else 0. cf_authenticate (SECURITY DEFINER) is in
- *   migrations/000009_tenant_retry_defaults.sql (replacing 000003's).
+ *   migrations/000010_api_key_scopes.sql (replacing 000009's).
  */
 export const AUTHENTICATE = "SELECT * FROM cf_authenticate($1)";
 
@@ -29,10 +29,24 @@ INSERT INTO tenants (id, name, rate_per_s, burst, max_payload_bytes, grace_ms,
                      default_backoff_max_ms, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, ${sqlTimestamptzViaSeconds("$10")})`;
 
-/** insert-api-key: $1 id uuid, $2 tenant_id uuid, $3 key_hash bytea, $4 now_ms. Locks: the new row only. → no rows. */
+/**
+ * insert-api-key: $1 id uuid, $2 tenant_id uuid, $3 key_hash bytea, $4 now_ms,
+ * $5 scopes text[] (domain/scopes.ts). Locks: the new row only. → no rows.
+ */
 export const INSERT_API_KEY = `
-INSERT INTO api_keys (id, tenant_id, key_hash, created_at)
-VALUES ($1, $2, $3, ${sqlTimestamptzViaSeconds("$4")})`;
+INSERT INTO api_keys (id, tenant_id, key_hash, created_at, scopes)
+VALUES ($1, $2, $3, ${sqlTimestamptzViaSeconds("$4")}, $5::text[])`;
+
+/**
+ * audit-api-key-create: $1 tenant_id uuid, $2 api_key id uuid, $3 details jsonb text
+ * (scopes), $4 now_ms. Locks: the new row only. → no rows.
+ */
+export const AUDIT_API_KEY_CREATE = `
+INSERT INTO audit_log (tenant_id, api_key_id, action, details, at)
+VALUES ($1, $2, 'api_key.create', $3, ${sqlTimestamptzViaSeconds("$4")})`;
+
+/** tenant-id-by-name: $1 name. Locks: nothing. → 0 or 1 row (id). */
+export const TENANT_ID_BY_NAME = "SELECT id FROM tenants WHERE name = $1";
 
 /** audit-tenant-create: $1 tenant_id uuid, $2 details jsonb text, $3 now_ms. Locks: the new row only. → no rows. */
 export const AUDIT_TENANT_CREATE = `
