@@ -1,20 +1,19 @@
 /**
  * Composition root of the dispatch-side roles — dispatcher, preloader,
  * reconciler — in any combination: one Postgres pool (login role: these roles
- * work across tenants), one Redis connection, one Kafka producer, one lease
- * manager, one /metrics listener.
+ * work across tenants), one hot-tier connection, one publisher, one lease
+ * manager, one /metrics listener, all on the infrastructure it is given
+ * (role-connections.ts).
  */
 
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { startMetricsServer } from "../adapters/http/metrics-server.js";
-import { KafkaPublisher } from "../adapters/kafka/kafka-publisher.js";
 import type { Logger } from "../adapters/logging/logger.js";
 import { PromDispatchMetrics } from "../adapters/metrics/dispatch-metrics.js";
 import { PgDispatchStore } from "../adapters/pg/dispatch-store.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import { PgLeaseStore } from "../adapters/pg/lease-store.js";
-import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
 import { Dispatcher } from "../app/dispatch/dispatcher.js";
 import { Outbox } from "../app/dispatch/outbox.js";
 import { Preloader } from "../app/dispatch/preloader.js";
@@ -27,7 +26,7 @@ import type { Clock } from "../ports/clock.js";
 import type { DispatchStore } from "../ports/dispatch-store.js";
 import { wheelTimers } from "../timing/wheel-timers.js";
 import { uuidv7From } from "./ids.js";
-import { rolePgPool, roleRedis } from "./role-connections.js";
+import { type RoleInfrastructure, rolePgPool, serviceInfrastructure } from "./role-connections.js";
 
 export const DISPATCH_ROLES = ["dispatcher", "preloader", "reconciler"] as const;
 export type DispatchRole = (typeof DISPATCH_ROLES)[number];
@@ -57,11 +56,13 @@ export async function startDispatchRoles(
   logger: Logger,
   roles: ReadonlySet<DispatchRole>,
   seams: DispatchSeams = {},
+  infra: RoleInfrastructure = serviceInfrastructure(config),
 ): Promise<RunningRoles> {
   const nodeId = config.nodeId ?? defaultNodeId();
   const log = logger.child({ node: nodeId });
   const onError = (error: unknown, what: string) => log.warn({ err: error }, `${what} failed`);
   const pool = rolePgPool(
+    infra,
     config,
     {
       maxConnections: config.dispatchPgPoolSize,
@@ -69,21 +70,16 @@ export async function startDispatchRoles(
     },
     onError,
   );
-  const redis = roleRedis(config, onError);
-  await redis.connect().catch((error: unknown) => onError(error, "redis connect"));
+  const hot = infra.hotTiers.open((error) => onError(error, "redis"));
+  await hot.connect().catch((error: unknown) => onError(error, "redis connect"));
   const pgStore = new PgDispatchStore(pool);
   const store = seams.wrapStore ? seams.wrapStore(pgStore) : pgStore;
-  const hotTier = new RedisDispatchHotTier(redis, config.redisKeyPrefix);
+  const hotTier = hot.dispatch;
   const metrics = new PromDispatchMetrics({ defaultMetrics: true });
 
-  const publisher = new KafkaPublisher({
-    brokers: config.kafkaBrokers.split(","),
-    clientId: `chronofence-${nodeId}`,
-    topicPrefix: config.topicPrefix,
-    partitions: config.kafkaPartitions,
-    replicationFactor: config.kafkaReplicationFactor,
-    onError: (error) => onError(error, "kafka"),
-  });
+  const publisher = infra.transport.publisher(`chronofence-${nodeId}`, (error) =>
+    onError(error, "kafka"),
+  );
   if (roles.has("dispatcher")) await publisher.ensureTopics();
   const outbox = new Outbox(publisher, hotTier, clock, metrics, {
     nodeId,
@@ -191,7 +187,7 @@ export async function startDispatchRoles(
       await dispatcher.stopAll();
       timers.close();
       await Promise.allSettled([publisher.close(), server.close()]);
-      redis.disconnect();
+      await hot.close();
       await pool.end().catch(() => undefined);
       log.info("dispatch roles stopped");
     },
