@@ -199,6 +199,8 @@ const schema = z.object({
   watchdogCheckIntervalMs: intFromEnv(50, 3_600_000).default(5000),
   /** CF_WATCHDOG_WEBHOOK_URL: alerts (firing and resolved) are POSTed here as JSON. */
   watchdogWebhookUrl: z.url().optional(),
+  /** CF_DATA_DIR: where `chronofence dev` keeps its embedded Postgres and dev.json (`--data-dir`). */
+  dataDir: z.string().min(1).default(".chronofence"),
   /** LOG_LEVEL */
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -290,6 +292,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   watchdogCanaryDeadlineMs: "CF_WATCHDOG_CANARY_DEADLINE_MS",
   watchdogCheckIntervalMs: "CF_WATCHDOG_CHECK_INTERVAL_MS",
   watchdogWebhookUrl: "CF_WATCHDOG_WEBHOOK_URL",
+  dataDir: "CF_DATA_DIR",
   logLevel: "LOG_LEVEL",
 };
 
@@ -337,3 +340,48 @@ export function resolveConfig(
 }
 
 export const horizonMsOf = (config: Config): number => config.horizonDays * DAY_MS;
+
+/** The parts `chronofence dev` embeds: each one whose service variable is unset or empty. */
+export interface EmbeddedParts {
+  /** PGlite in the data directory, instead of DATABASE_URL. */
+  postgres: boolean;
+  /** The in-process hot tier, instead of REDIS_URL. */
+  hotTier: boolean;
+  /** The in-process transport, instead of KAFKA_BROKERS. */
+  transport: boolean;
+}
+
+const unset = (value: string | undefined): boolean => value === undefined || value === "";
+
+export function embeddedPartsOf(env: Readonly<Record<string, string | undefined>>): EmbeddedParts {
+  return {
+    postgres: unset(env[ENV_NAMES.databaseUrl]),
+    hotTier: unset(env[ENV_NAMES.redisUrl]),
+    transport: unset(env[ENV_NAMES.kafkaBrokers]),
+  };
+}
+
+/**
+ * What `chronofence dev` changes of the defaults, each only while its own
+ * variable is unset: it listens on the loopback interface only (it prints
+ * a key anyway), its other listeners take free ports (a second dev on
+ * another --port must not collide on /metrics), it logs warnings only (its
+ * banner stays readable), and on the in-process transport — which loses
+ * what it holds with the process — an ARMED task nobody started is re-armed
+ * after 30 s rather than 5 min.
+ */
+export function devDefaultsOf(
+  env: Readonly<Record<string, string | undefined>>,
+  parts: EmbeddedParts,
+): Partial<Config> {
+  const defaults: Partial<Config> = {
+    host: "127.0.0.1",
+    metricsPort: 0,
+    workerMetricsPort: 0,
+    logLevel: "warn",
+    ...(parts.transport && { dispatchTimeoutMs: 30_000 }),
+  };
+  return Object.fromEntries(
+    Object.entries(defaults).filter(([key]) => unset(env[ENV_NAMES[key as keyof Config]])),
+  );
+}

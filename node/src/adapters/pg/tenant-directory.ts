@@ -10,6 +10,7 @@ import { roundMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import { type PgPool, withTransaction } from "./pool.js";
 import {
+  AUDIT_API_KEY_CREATE,
   AUDIT_TENANT_CREATE,
   AUDIT_TENANT_UPDATE,
   AUTHENTICATE,
@@ -132,6 +133,32 @@ export class PgTenantDirectory implements TenantDirectory {
     } catch (error) {
       if (error instanceof ChronofenceError) throw error;
       throw fromPgError(error, "update tenant");
+    }
+  }
+
+  /** A new key for an existing tenant (`chronofence dev` when its key file is gone); null if no such tenant. */
+  async createKey(
+    name: string,
+    nowMs: number,
+  ): Promise<{ tenantId: string; apiKeyId: string; apiKey: string } | null> {
+    const apiKeyId = this.newId();
+    const apiKey = generateApiKey();
+    try {
+      return await withTransaction(this.pool, async (client) => {
+        const found = await client.query(LOCK_TENANT_BY_NAME, [name]);
+        if (found.rowCount === 0) return null;
+        const tenantId: string = found.rows[0].id;
+        await client.query(INSERT_API_KEY, [
+          apiKeyId,
+          tenantId,
+          Buffer.from(hashApiKey(apiKey)),
+          nowMs,
+        ]);
+        await client.query(AUDIT_API_KEY_CREATE, [tenantId, apiKeyId, nowMs]);
+        return { tenantId, apiKeyId, apiKey };
+      });
+    } catch (error) {
+      throw fromPgError(error, "create key");
     }
   }
 

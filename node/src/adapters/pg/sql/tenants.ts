@@ -44,6 +44,11 @@ export const AUDIT_TENANT_UPDATE = `
 INSERT INTO audit_log (tenant_id, api_key_id, action, details, at)
 VALUES ($1, NULL, 'tenant.update', $2, ${sqlTimestamptzViaSeconds("$3")})`;
 
+/** audit-api-key-create: $1 tenant_id uuid, $2 api_key id uuid, $3 now_ms. Locks: the new row only. → no rows. */
+export const AUDIT_API_KEY_CREATE = `
+INSERT INTO audit_log (tenant_id, api_key_id, action, at)
+VALUES ($1, $2, 'api_key.create', ${sqlTimestamptzViaSeconds("$3")})`;
+
 /** Tenants with what TenantRecord needs (created_at_ms, active_keys); the statements below append WHERE / ORDER BY. */
 const TENANT_RECORDS = `
 SELECT t.*, ${sqlEpochMs("t.created_at")} AS created_at_ms,
