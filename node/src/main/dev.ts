@@ -160,7 +160,7 @@ async function infrastructureOf(
 }
 
 /** Every role of the process shares the one in-process hot tier; closing a view closes nothing. */
-const inProcessHotTiers = (tier: MemoryHotTier): HotTiers => ({
+export const inProcessHotTiers = (tier: MemoryHotTier): HotTiers => ({
   open: () => ({
     hotTier: tier,
     dispatch: tier,
