@@ -5,16 +5,18 @@
  * that completes at its time; after a kill -9 and a restart on the same data
  * directory, the same key opens the API and every task acknowledged before
  * the kill runs, once; a second dev on the same data directory or port
- * fails at once, naming it.
+ * fails at once, naming it. With DATABASE_URL alone, that Postgres replaces
+ * the embedded one and the rest stays in the process.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call } from "./support/api.js";
 import { type DevChild, embeddedEnv, killDevChildren, spawnDev } from "./support/dev-child.js";
+import { createTestDatabase, type TestDatabase, withPg } from "./support/services.js";
 
 let dir: string;
 let dataDir: string;
@@ -151,4 +153,63 @@ describe("chronofence dev with no service variables", () => {
     expect(await dev.exited).toEqual({ code: 0, signal: null });
     expect(existsSync(join(dataDir, "dev.lock"))).toBe(false);
   }, 60_000);
+
+  it("gives the tenant dev a new key when dev.json is gone", async () => {
+    const old = devFile();
+    rmSync(join(dataDir, "dev.json"));
+    dev = await startDev();
+    const fresh = devFile();
+    expect(fresh.api_key).not.toBe(old.api_key);
+    expect(dev.stdout()).toContain(fresh.api_key);
+    // The same tenant: its earlier tasks are there under the new key.
+    const list = await call(dev.apiUrl, "GET", "/v1/tasks?limit=100", { key: fresh.api_key });
+    expect(list.status).toBe(200);
+    expect(list.body.tasks.length).toBeGreaterThanOrEqual(7);
+    dev.process.kill("SIGTERM");
+    expect(await dev.exited).toEqual({ code: 0, signal: null });
+  }, 180_000);
+});
+
+describe("chronofence dev with DATABASE_URL only", () => {
+  let db: TestDatabase;
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it("runs on that Postgres (migrated at start) with the in-process hot tier and transport", async () => {
+    db = await createTestDatabase();
+    const own = await mkdtemp(join(tmpdir(), "chronofence-dev-test-pg-"));
+    try {
+      const started = await spawnDev(own, ["--port", "0"], { ...env, DATABASE_URL: db.url }).ready;
+      const out = started.stdout();
+      expect(out).toContain("postgres:   from DATABASE_URL");
+      expect(out).toContain("hot tier:   in this process");
+      expect(out).toContain("transport:  in this process");
+      expect(existsSync(join(own, ".chronofence", "pgdata"))).toBe(false);
+      const { api_key: key } = JSON.parse(
+        readFileSync(join(own, ".chronofence", "dev.json"), "utf8"),
+      );
+      const res = await call(started.apiUrl, "POST", "/v1/tasks", {
+        key,
+        body: { type: "echo", payload: { on: "postgres" }, delay_ms: 500 },
+      });
+      expect(res.status).toBe(201);
+      await expect
+        .poll(
+          () =>
+            withPg(db.url, async (c) => {
+              const r = await c.query("SELECT status, result FROM tasks WHERE id = $1", [
+                res.body.id,
+              ]);
+              return r.rows[0];
+            }),
+          { timeout: 60_000, interval: 200 },
+        )
+        .toEqual({ status: "COMPLETED", result: { on: "postgres" } });
+      started.process.kill("SIGTERM");
+      expect(await started.exited).toEqual({ code: 0, signal: null });
+    } finally {
+      await rm(own, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
