@@ -111,8 +111,15 @@ export async function runDev(
       if (taken) throw bindError(config.host, config.port, taken);
     }
     if (parts.postgres) {
-      embedded = await openEmbeddedPostgres(join(dataDir, "pgdata"), (error) =>
-        logger.warn({ err: error }, "embedded postgres error"),
+      embedded = await openEmbeddedPostgres(
+        join(dataDir, "pgdata"),
+        (error) => logger.warn({ err: error }, "embedded postgres error"),
+        (error) => {
+          // Nothing works without it: stop, so that it is seen and restarted (commits are on disk).
+          logger.fatal({ err: error }, "embedded postgres died; stopping");
+          logger.flush();
+          process.exit(1);
+        },
       );
     }
     const infra = await infrastructureOf(config, parts, embedded);

@@ -12,6 +12,9 @@
  *    stops.)
  *  - the queue keeps what nobody consumes yet, as a new consumer group
  *    starts at the beginning of its topic.
+ *  - `maxInFlight` bounds the messages a consumer has handed out and not
+ *    finished; `maxRetained` does not apply: there is no commit point that
+ *    a long task could hold back.
  *  - nothing survives the process. That loses no task: the ARMED row in
  *    Postgres is the durable record, and the reconciler re-arms a task
  *    nobody started (docs/architecture.md, section 6, step 10).
@@ -33,10 +36,6 @@ class MemoryQueue {
   private head = 0;
   readonly consumers = new Set<MemoryQueueConsumer>();
   private pumping = false;
-
-  get length(): number {
-    return this.waiting.length - this.head;
-  }
 
   take(): string | undefined {
     if (this.head === this.waiting.length) return undefined;
@@ -142,11 +141,6 @@ export class MemoryTransport implements Transport {
 
   consumer(options: ConsumerOptions): QueueConsumer {
     return new MemoryQueueConsumer(this.queue(options.kind), options);
-  }
-
-  /** Messages published and not yet taken, per kind (for tests and metrics). */
-  waiting(kind: TopicKind): number {
-    return this.queues.get(kind)?.length ?? 0;
   }
 
   private queue(kind: TopicKind): MemoryQueue {

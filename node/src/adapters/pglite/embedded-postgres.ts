@@ -42,11 +42,17 @@ export interface EmbeddedPostgres {
   close(): Promise<void>;
 }
 
+/**
+ * `onError`: a connection's error (its statement fails; the next one gets a
+ * new connection). `onFatal`: the engine died (engine.ts); every statement
+ * fails from then on.
+ */
 export async function openEmbeddedPostgres(
   dataDir: string,
   onError: (error: Error) => void,
+  onFatal: (error: Error) => void = onError,
 ): Promise<EmbeddedPostgres> {
-  const engine = await openPgliteEngine(dataDir);
+  const engine = await openPgliteEngine(dataDir, onFatal);
   const session = sessionPool(engine, onError);
   return {
     pool: (role) => (role === null ? ownerView(session) : roleView(session, role)),

@@ -47,9 +47,15 @@ type Reply = { id: number; bytes?: Uint8Array; error?: string };
 
 /**
  * Opens (on first use: creates, which takes seconds) the database in
- * `dataDir`. Rejects if PGlite cannot open it.
+ * `dataDir`. Rejects if PGlite cannot open it. `onFatal` hears once if the
+ * engine dies afterwards — its thread exited, or PGlite itself threw (a SQL
+ * error is an answer, not a throw): every later call fails, so the caller
+ * should stop; what was committed is in the files.
  */
-export async function openPgliteEngine(dataDir: string): Promise<PgliteEngine> {
+export async function openPgliteEngine(
+  dataDir: string,
+  onFatal: (error: Error) => void,
+): Promise<PgliteEngine> {
   const worker = new Worker(locateThreadFile(), { workerData: { dataDir } });
   const pending = new Map<
     number,
@@ -57,8 +63,10 @@ export async function openPgliteEngine(dataDir: string): Promise<PgliteEngine> {
   >();
   let nextId = 0;
   let dead: Error | null = null;
+  let closing = false;
   const failAll = (error: Error) => {
-    dead = error;
+    if (!dead && !closing) onFatal(error);
+    dead ??= error;
     for (const { reject } of pending.values()) reject(error);
     pending.clear();
   };
@@ -80,7 +88,7 @@ export async function openPgliteEngine(dataDir: string): Promise<PgliteEngine> {
     if (!waiter) return;
     pending.delete(reply.id);
     if (reply.bytes) waiter.resolve(reply.bytes);
-    else waiter.reject(new Error(`embedded Postgres: ${reply.error}`));
+    else failAll(new Error(`embedded Postgres failed: ${reply.error}`));
   });
 
   return {
@@ -94,6 +102,7 @@ export async function openPgliteEngine(dataDir: string): Promise<PgliteEngine> {
     },
     async close() {
       if (dead) return;
+      closing = true;
       await new Promise<void>((resolve) => {
         worker.once("exit", () => resolve());
         worker.on("message", (m: { closed?: true }) => {
