@@ -6,7 +6,11 @@
  * same load with the same delays to BullMQ's delayed jobs on the same Redis
  * (bench/peers/bullmq.ts) and prints both side by side.
  *
- *   npm run bench:e2e -- --rate 5000 --seconds 10 [--json] [--no-peer | --peer-only]
+ *   npm run bench:e2e -- --rate 5000 --seconds 10 [--json] [--no-peer | --peer-only] [--embedded]
+ *
+ * --embedded offers the same load to `chronofence dev` on the embedded
+ * default instead (one process; PGlite, in-process hot tier and transport:
+ * bench/e2e-embedded.ts), beside BullMQ's run all the same.
  *
  * Where each number comes from:
  *  - publish: a Kafka consumer of its own group in this process, arrival − run_at
@@ -41,6 +45,8 @@ import os from "node:os";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { TOPICS } from "../node/src/domain/envelope.js";
+import { runEmbedded } from "./e2e-embedded.js";
+import { counterOf, executionOutcome, readTasks } from "./e2e-outcome.js";
 import { type PeerReport, runBullmqPeer } from "./peers/bullmq.js";
 import {
   type Arrival,
@@ -49,11 +55,9 @@ import {
   deleteBenchKeys,
   deleteKafkaRun,
   type Lateness,
-  latenessOf,
   maxOf,
   offerThroughApi,
   openLoopOptions,
-  plateauRate,
   prepareBenchDatabase,
   profileNodeArgs,
   publishOutcome,
@@ -75,6 +79,8 @@ const { values: args } = parseArgs({
     port: { type: "string", default: "18091" },
     "no-peer": { type: "boolean", default: false },
     "peer-only": { type: "boolean", default: false },
+    embedded: { type: "boolean", default: false },
+    "metrics-port": { type: "string", default: "18092" },
   },
 });
 const ratePerS = Number(args.rate);
@@ -148,86 +154,6 @@ async function startRoles(children: ChildProcess[]): Promise<Roles> {
     workers.push({ process: worker, metricsPort: await readyMetricsPort(worker, "worker") });
   }
   return { api, dispatcher, workers };
-}
-
-interface TaskRow {
-  id: string;
-  status: string;
-  attempt: number;
-  run_at_ms: number;
-  started_at_ms: number | null;
-  completed_at_ms: number | null;
-}
-
-/** Every task of the run, as Postgres holds it (the bench database holds nothing else). */
-async function readTasks(db: pg.Client): Promise<TaskRow[]> {
-  const result = await db.query<TaskRow>(
-    `SELECT id, status, attempt,
-            extract(epoch FROM run_at) * 1000 AS run_at_ms,
-            extract(epoch FROM started_at) * 1000 AS started_at_ms,
-            extract(epoch FROM completed_at) * 1000 AS completed_at_ms
-       FROM tasks`,
-  );
-  return result.rows.map((row) => ({
-    ...row,
-    run_at_ms: Number(row.run_at_ms),
-    started_at_ms: row.started_at_ms === null ? null : Number(row.started_at_ms),
-    completed_at_ms: row.completed_at_ms === null ? null : Number(row.completed_at_ms),
-  }));
-}
-
-const PENDING = new Set(["SCHEDULED", "ARMED", "RUNNING"]);
-
-/** Worker-start lateness, completions, lost, early and duplicates from the task rows. */
-function executionOutcome(
-  run: Parameters<typeof plateauRate>[0],
-  accepted: Map<string, number>,
-  rows: readonly TaskRow[],
-) {
-  const byId = new Map(rows.map((row) => [row.id, row]));
-  const starts: number[] = [];
-  const completions: number[] = [];
-  const notCompleted: Record<string, number> = {};
-  let unfinished = 0;
-  let early = 0;
-  let duplicates = 0;
-  for (const id of accepted.keys()) {
-    const row = byId.get(id);
-    const status = row?.status ?? "MISSING";
-    if (row?.started_at_ms != null && row.started_at_ms < row.run_at_ms) early++;
-    if (!row || status !== "COMPLETED" || row.started_at_ms === null) {
-      notCompleted[status] = (notCompleted[status] ?? 0) + 1;
-      if (PENDING.has(status)) unfinished++;
-      continue;
-    }
-    starts.push(row.started_at_ms - row.run_at_ms);
-    if (row.attempt > 1) duplicates++;
-    completions.push(row.completed_at_ms!);
-  }
-  return {
-    workerStart: latenessOf(starts),
-    completed: starts.length,
-    completedPerS: plateauRate(run, completions),
-    lost: accepted.size - starts.length - unfinished,
-    unfinished,
-    notCompleted,
-    early,
-    duplicates,
-  };
-}
-
-/** Sums a counter over all its label sets in a Prometheus text exposition. */
-async function counterOf(metricsPort: number, name: string): Promise<number> {
-  const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then(
-    (r) => r.text(),
-    () => "",
-  );
-  let sum = 0;
-  for (const line of text.split("\n")) {
-    if (line.startsWith(`${name} `) || line.startsWith(`${name}{`))
-      sum += Number(line.slice(line.lastIndexOf(" ") + 1));
-  }
-  return sum;
 }
 
 async function runChronofence() {
@@ -335,10 +261,26 @@ async function main(): Promise<void> {
     `offering ${ratePerS} no-op tasks/s for ${seconds} s, run_at in ${leadMs}–${leadMs + spreadMs} ms; ` +
       `load average before: ${loadAvgBefore.join(" ")}`,
   );
-  const ours = args["peer-only"] ? null : await runChronofence();
+  const ours = args["peer-only"]
+    ? null
+    : args.embedded
+      ? await runEmbedded({
+          ratePerS,
+          seconds,
+          leadMs,
+          spreadMs,
+          drainMs,
+          port,
+          metricsPort: Number(args["metrics-port"]),
+          workerEnv: SINGLE_TENANT_WORKER,
+        })
+      : await runChronofence();
   if (ours) {
+    const shape = args.embedded
+      ? "chronofence dev on the embedded default: one process"
+      : `${workerProcesses} worker process(es)`;
     log(
-      `Chronofence (${workerProcesses} worker process(es), standard concurrency ` +
+      `Chronofence (${shape}, standard concurrency ` +
         `${SINGLE_TENANT_WORKER.CF_WORKER_CONCURRENCY_STANDARD}, per tenant ` +
         `${SINGLE_TENANT_WORKER.CF_WORKER_TENANT_CONCURRENCY}):`,
     );
@@ -398,6 +340,7 @@ async function main(): Promise<void> {
         bench: "e2e",
         offered_per_s: ratePerS,
         seconds,
+        embedded: args.embedded,
         run_at_lead_ms: [leadMs, leadMs + spreadMs],
         load_avg_before: loadAvgBefore,
         cores: os.cpus().length,

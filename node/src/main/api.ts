@@ -1,6 +1,6 @@
 /**
- * Composition root of the API role: builds the adapters from the config and
- * wires them into the use cases and the HTTP server.
+ * Composition root of the API role: takes its infrastructure (role-connections.ts),
+ * builds the adapters on it and wires them into the use cases and the HTTP server.
  */
 
 import type { Route } from "../adapters/http/exchange.js";
@@ -12,13 +12,10 @@ import type { Logger } from "../adapters/logging/logger.js";
 import { ApiMetrics } from "../adapters/metrics/metrics.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import { maintainTaskPartitions } from "../adapters/pg/partitions.js";
-import { createPgPool } from "../adapters/pg/pool.js";
 import { PgScheduleStore } from "../adapters/pg/schedule-store.js";
 import { PgTaskStore } from "../adapters/pg/task-store.js";
 import { PgTenantDirectory } from "../adapters/pg/tenant-directory.js";
 import { PgWorkflowStore } from "../adapters/pg/workflow-store.js";
-import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
-import { createRedis, RedisHotTier } from "../adapters/redis/hot-tier.js";
 import { ExecutionService } from "../app/execution/execution-service.js";
 import { GroupCommitter } from "../app/ingest/group-commit.js";
 import { afterCommit, IngestService } from "../app/ingest/ingest.js";
@@ -33,6 +30,7 @@ import type { Clock } from "../ports/clock.js";
 import type { TaskStore } from "../ports/task-store.js";
 import { apiDashboard } from "./dashboard.js";
 import { uuidv7From } from "./ids.js";
+import { type RoleInfrastructure, serviceInfrastructure } from "./role-connections.js";
 
 export interface RunningApi {
   port: number;
@@ -52,36 +50,27 @@ export async function startApi(
   clock: Clock,
   logger: Logger,
   seams: ApiSeams = {},
+  infra: RoleInfrastructure = serviceInfrastructure(config),
 ): Promise<RunningApi> {
   const onPgError = (error: Error) => logger.warn({ err: error }, "postgres connection error");
-  const pool = createPgPool({
-    connectionString: config.databaseUrl,
+  const pool = infra.postgres.pool({
+    role: config.databaseRole === "" ? null : config.databaseRole,
     maxConnections: config.pgPoolSize,
     statementTimeoutMs: config.pgStatementTimeoutMs,
-    connectTimeoutMs: config.pgConnectTimeoutMs,
-    role: config.databaseRole === "" ? null : config.databaseRole,
     applicationName: "chronofence-api",
     onError: onPgError,
   });
   // Maintenance is DDL: it runs as the login role, on a connection of its own.
-  const adminPool = createPgPool({
-    connectionString: config.databaseUrl,
+  const adminPool = infra.postgres.pool({
+    role: null,
     maxConnections: 1,
     statementTimeoutMs: config.maintenanceStatementTimeoutMs,
-    connectTimeoutMs: config.pgConnectTimeoutMs,
-    role: null,
     applicationName: "chronofence-maintenance",
     onError: onPgError,
   });
-  const redis = createRedis({
-    url: config.redisUrl,
-    keyPrefix: config.redisKeyPrefix,
-    commandTimeoutMs: config.redisCommandTimeoutMs,
-    connectTimeoutMs: config.pgConnectTimeoutMs,
-    onError: (error) => logger.warn({ err: error }, "redis error"),
-  });
-  const hotTier = new RedisHotTier(redis, config.redisKeyPrefix);
-  await hotTier
+  const hot = infra.hotTiers.open((error) => logger.warn({ err: error }, "redis error"));
+  const { hotTier } = hot;
+  await hot
     .connect()
     .catch((error: unknown) => logger.warn({ err: error }, "redis not reachable yet"));
 
@@ -124,9 +113,9 @@ export async function startApi(
 
   const bootId = newId().slice(-12);
   let requestSeq = 0;
-  const cancelNotifier = new RedisDispatchHotTier(redis, config.redisKeyPrefix);
+  const cancelNotifier = hot.dispatch;
   const nextRequestId = () => `${bootId}-${++requestSeq}`;
-  const dashboard = apiDashboard(config, clock, logger, pool, `chronofence-api-${bootId}`);
+  const dashboard = apiDashboard(infra, config, clock, logger, pool, `chronofence-api-${bootId}`);
   const routes = apiRoutes({
     authenticator,
     ingest,
@@ -201,7 +190,7 @@ export async function startApi(
       await committer.whenIdle();
       await maintenance.stop();
       await dashboard.stop();
-      await Promise.allSettled([pool.end(), adminPool.end(), hotTier.close()]);
+      await Promise.allSettled([pool.end(), adminPool.end(), hot.close()]);
       logger.info("api stopped");
     },
   };

@@ -134,6 +134,19 @@ export async function main(argv: string[]): Promise<void> {
     });
 
   program
+    .command("dev")
+    .description(
+      "every role in one process, on an embedded Postgres, hot tier and transport unless DATABASE_URL, REDIS_URL, KAFKA_BROKERS are set (what npm start runs)",
+    )
+    .option("--data-dir <dir>", "the embedded Postgres and dev.json (CF_DATA_DIR; ./.chronofence)")
+    .option("--port <n>", "the API's port (PORT)", portNumber)
+    .option("--handlers <module>", "a module exporting user handlers (CF_WORKER_HANDLERS)")
+    .action(async (opts: { dataDir?: string; port?: number; handlers?: string }) => {
+      const { runDev } = await import("./dev.js");
+      await runDev(process.env, opts);
+    });
+
+  program
     .command("run")
     .description("run one or more roles of Chronofence")
     .requiredOption(
@@ -277,6 +290,12 @@ function scopesOf(value: string): Scope[] {
   if (parsed.ok) return parsed.scopes;
   const bad = parsed.unknown.length > 0 ? `unknown: ${parsed.unknown.join(", ")}` : "none given";
   throw new Error(`--scopes: the scopes are ${SCOPES.join(", ")} (${bad})`);
+}
+
+function portNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError("must be a port");
+  return n;
 }
 
 function positiveInt(value: string): number {

@@ -32,6 +32,7 @@ import type { Clock } from "../ports/clock.js";
 import type { ExecutionStore } from "../ports/execution-store.js";
 import { defaultNodeId } from "./dispatch.js";
 import { type NodeReport, startNodeReport } from "./node-report.js";
+import type { RoleInfrastructure } from "./role-connections.js";
 
 export interface ApiDashboard {
   /** The API's execution store, recording what HTTP workers do. */
@@ -43,6 +44,7 @@ export interface ApiDashboard {
 }
 
 export function apiDashboard(
+  infra: RoleInfrastructure,
   config: Config,
   clock: Clock,
   logger: Logger,
@@ -81,6 +83,7 @@ export function apiDashboard(
     },
     listening(port) {
       report = startNodeReport(
+        infra,
         config,
         clock,
         { nodeId: config.nodeId ?? defaultNodeId(), family: "api", roles: ["api"] },

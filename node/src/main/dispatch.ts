@@ -1,21 +1,20 @@
 /**
  * Composition root of the dispatch-side roles — dispatcher, preloader,
  * reconciler — in any combination: one Postgres pool (as chronofence_dispatch:
- * these roles work across tenants), one Redis connection, one Kafka producer,
- * one lease manager, one /metrics listener.
+ * these roles work across tenants), one hot-tier connection, one publisher, one lease
+ * manager, one /metrics listener, all on the infrastructure it is given
+ * (role-connections.ts).
  */
 
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { startMetricsServer } from "../adapters/http/metrics-server.js";
-import { KafkaPublisher } from "../adapters/kafka/kafka-publisher.js";
 import type { Logger } from "../adapters/logging/logger.js";
 import { PromDispatchMetrics } from "../adapters/metrics/dispatch-metrics.js";
 import { PgDispatchStore } from "../adapters/pg/dispatch-store.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import { PgLeaseStore } from "../adapters/pg/lease-store.js";
 import { PgUndeliverableTasks } from "../adapters/pg/undeliverable-tasks.js";
-import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
 import { ReconcilerActivity } from "../app/dashboard/reconciler-activity.js";
 import { RecordingExecutionStore } from "../app/dashboard/recording-execution-store.js";
 import { TenantActivity } from "../app/dashboard/tenant-activity.js";
@@ -32,7 +31,7 @@ import type { DispatchStore } from "../ports/dispatch-store.js";
 import { wheelTimers } from "../timing/wheel-timers.js";
 import { uuidv7From } from "./ids.js";
 import { startNodeReport } from "./node-report.js";
-import { rolePgPool, roleRedis } from "./role-connections.js";
+import { type RoleInfrastructure, rolePgPool, serviceInfrastructure } from "./role-connections.js";
 
 export const DISPATCH_ROLES = ["dispatcher", "preloader", "reconciler"] as const;
 export type DispatchRole = (typeof DISPATCH_ROLES)[number];
@@ -62,11 +61,13 @@ export async function startDispatchRoles(
   logger: Logger,
   roles: ReadonlySet<DispatchRole>,
   seams: DispatchSeams = {},
+  infra: RoleInfrastructure = serviceInfrastructure(config),
 ): Promise<RunningRoles> {
   const nodeId = config.nodeId ?? defaultNodeId();
   const log = logger.child({ node: nodeId });
   const onError = (error: unknown, what: string) => log.warn({ err: error }, `${what} failed`);
   const pool = rolePgPool(
+    infra,
     config,
     {
       maxConnections: config.dispatchPgPoolSize,
@@ -75,21 +76,16 @@ export async function startDispatchRoles(
     },
     onError,
   );
-  const redis = roleRedis(config, onError);
-  await redis.connect().catch((error: unknown) => onError(error, "redis connect"));
+  const hot = infra.hotTiers.open((error) => onError(error, "redis"));
+  await hot.connect().catch((error: unknown) => onError(error, "redis connect"));
   const pgStore = new PgDispatchStore(pool);
   const store = seams.wrapStore ? seams.wrapStore(pgStore) : pgStore;
-  const hotTier = new RedisDispatchHotTier(redis, config.redisKeyPrefix);
+  const hotTier = hot.dispatch;
   const metrics = new PromDispatchMetrics({ defaultMetrics: true });
 
-  const publisher = new KafkaPublisher({
-    brokers: config.kafkaBrokers.split(","),
-    clientId: `chronofence-${nodeId}`,
-    topicPrefix: config.topicPrefix,
-    partitions: config.kafkaPartitions,
-    replicationFactor: config.kafkaReplicationFactor,
-    onError: (error) => onError(error, "kafka"),
-  });
+  const publisher = infra.transport.publisher(`chronofence-${nodeId}`, (error) =>
+    onError(error, "kafka"),
+  );
   if (roles.has("dispatcher")) await publisher.ensureTopics();
   const undeliverable = new PgUndeliverableTasks(pool, uuidv7From(clock));
   const outbox = new Outbox(publisher, undeliverable, hotTier, clock, metrics, {
@@ -196,6 +192,7 @@ export async function startDispatchRoles(
   const server = await startMetricsServer(metrics, config.metricsHost, config.metricsPort);
   log.info({ roles: [...roles], metricsPort: server.port }, "dispatch roles running");
   const report = startNodeReport(
+    infra,
     config,
     clock,
     { nodeId, family: "dispatch", roles: [...roles] },
@@ -222,7 +219,7 @@ export async function startDispatchRoles(
       await dispatcher.stopAll();
       timers.close();
       await Promise.allSettled([publisher.close(), server.close()]);
-      redis.disconnect();
+      await hot.close();
       await pool.end().catch(() => undefined);
       log.info("dispatch roles stopped");
     },

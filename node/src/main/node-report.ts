@@ -13,13 +13,19 @@ import { Loop } from "../app/shared/loop.js";
 import type { Config } from "../config/config.js";
 import type { Clock } from "../ports/clock.js";
 import type { NodeFamily } from "../ports/cluster-store.js";
-import { loginPgPool, type RoleErrorHandler, rolePgPool } from "./role-connections.js";
+import {
+  loginPgPool,
+  type RoleErrorHandler,
+  type RoleInfrastructure,
+  rolePgPool,
+} from "./role-connections.js";
 
 export interface NodeReport {
   stop(): Promise<void>;
 }
 
 export function startNodeReport(
+  infra: RoleInfrastructure,
   config: Config,
   clock: Clock,
   node: { nodeId: string; family: NodeFamily; roles: string[] },
@@ -33,8 +39,13 @@ export function startNodeReport(
   // as its partition maintenance does.
   const pool =
     node.family === "api"
-      ? loginPgPool(config, { maxConnections: 1, applicationName }, onError)
-      : rolePgPool(config, { maxConnections: 1, applicationName, role: node.family }, onError);
+      ? loginPgPool(infra, config, { maxConnections: 1, applicationName }, onError)
+      : rolePgPool(
+          infra,
+          config,
+          { maxConnections: 1, applicationName, role: node.family },
+          onError,
+        );
   const reporter = new NodeReporter(
     new PgClusterStore(pool),
     clock,

@@ -1,8 +1,9 @@
 /**
  * Composition root of the planner role: its own Postgres pool (as
- * chronofence_planner: it works across tenants), Redis connection, `plan:<shard>` leases and
- * /metrics listener. It shares nothing with the dispatch roles, so it can
- * run beside them or alone (`chronofence run --roles planner`).
+ * chronofence_planner: it works across tenants), hot-tier connection, `plan:<shard>` leases and
+ * /metrics listener, on the infrastructure it is given (role-connections.ts).
+ * It shares nothing with the dispatch roles, so it can run beside them or
+ * alone (`chronofence run --roles planner`).
  */
 import { startMetricsServer } from "../adapters/http/metrics-server.js";
 import type { Logger } from "../adapters/logging/logger.js";
@@ -10,7 +11,6 @@ import { PromDispatchMetrics } from "../adapters/metrics/dispatch-metrics.js";
 import { PromPlannerMetrics } from "../adapters/metrics/planner-metrics.js";
 import { PgLeaseStore } from "../adapters/pg/lease-store.js";
 import { PgPlanStore } from "../adapters/pg/plan-store.js";
-import { RedisHotTier } from "../adapters/redis/hot-tier.js";
 import { PLAN_FAMILY, Planner, planLeasesOf } from "../app/schedules/planner.js";
 import { LeaseManager, loggingLeaseListener } from "../app/shared/leases.js";
 import { Loop } from "../app/shared/loop.js";
@@ -19,7 +19,7 @@ import type { Clock } from "../ports/clock.js";
 import { defaultNodeId, type RunningRoles } from "./dispatch.js";
 import { uuidv7From } from "./ids.js";
 import { startNodeReport } from "./node-report.js";
-import { rolePgPool, roleRedis } from "./role-connections.js";
+import { type RoleInfrastructure, rolePgPool, serviceInfrastructure } from "./role-connections.js";
 
 /** `metricsPort` overrides the config's when another role of the process listens there. */
 export async function startPlanner(
@@ -27,11 +27,13 @@ export async function startPlanner(
   clock: Clock,
   logger: Logger,
   metricsPort = config.metricsPort,
+  infra: RoleInfrastructure = serviceInfrastructure(config),
 ): Promise<RunningRoles> {
   const nodeId = config.nodeId ?? defaultNodeId();
   const log = logger.child({ node: nodeId, role: "planner" });
   const onError = (error: unknown, what: string) => log.warn({ err: error }, `${what} failed`);
   const pool = rolePgPool(
+    infra,
     config,
     {
       maxConnections: config.plannerPgPoolSize,
@@ -40,9 +42,9 @@ export async function startPlanner(
     },
     onError,
   );
-  const redis = roleRedis(config, onError);
-  const hotTier = new RedisHotTier(redis, config.redisKeyPrefix);
-  await hotTier.connect().catch((error: unknown) => onError(error, "redis connect"));
+  const hot = infra.hotTiers.open((error) => onError(error, "redis"));
+  const { hotTier } = hot;
+  await hot.connect().catch((error: unknown) => onError(error, "redis connect"));
   const metrics = new PromDispatchMetrics({ defaultMetrics: true });
 
   const leases = new LeaseManager(new PgLeaseStore(pool), clock, metrics, {
@@ -87,6 +89,7 @@ export async function startPlanner(
   const server = await startMetricsServer(metrics, config.metricsHost, metricsPort);
   log.info({ metricsPort: server.port }, "planner running");
   const report = startNodeReport(
+    infra,
     config,
     clock,
     { nodeId, family: "planner", roles: ["planner"] },
@@ -103,7 +106,7 @@ export async function startPlanner(
       await leases.releaseAll().catch((error: unknown) => onError(error, "release leases"));
       await heartbeat.stop();
       await server.close();
-      await hotTier.close();
+      await hot.close();
       await pool.end().catch(() => undefined);
       log.info("planner stopped");
     },

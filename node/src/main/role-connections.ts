@@ -1,17 +1,63 @@
 /**
- * The connections of the background roles (dispatch roles, planner, worker):
- * a Postgres pool that assumes the role's least-privilege database role
- * (chronofence_dispatch, _worker, _planner: migrations/000011; they see
- * every tenant's rows of the tables they use, and nothing else), and Redis,
- * with every connection error reported to the role's log rather than thrown.
+ * What every role is given to reach its infrastructure: Postgres pools, the
+ * hot tier and the transport. The composition roots of the roles (api.ts,
+ * dispatch.ts, planner.ts, worker.ts) take it as an argument and build
+ * nothing from the config themselves, so the same roles run on the real
+ * services (`serviceInfrastructure`, from DATABASE_URL, REDIS_URL and
+ * KAFKA_BROKERS) or on the embedded default of `chronofence dev` (dev.ts:
+ * PGlite, in-process hot tier and transport), or any mix.
+ *
+ * Every connection error is reported to the role's log rather than thrown.
  */
+import { KafkaPublisher } from "../adapters/kafka/kafka-publisher.js";
+import { KafkaTaskConsumer } from "../adapters/kafka/kafka-task-consumer.js";
 import { createPgPool, type PgPool } from "../adapters/pg/pool.js";
-import { createRedis } from "../adapters/redis/hot-tier.js";
+import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
+import { createRedis, RedisHotTier } from "../adapters/redis/hot-tier.js";
 import type { Config } from "../config/config.js";
+import type { CancelNotifier } from "../ports/cancel-notifier.js";
+import type { DispatchHotTier } from "../ports/dispatch-hot-tier.js";
+import type { HotTier } from "../ports/hot-tier.js";
+import type { Transport } from "../ports/transport.js";
 
 export type RoleErrorHandler = (error: unknown, what: string) => void;
 
-/** Which background role a pool serves, for its database role. */
+export interface PoolOptions {
+  /**
+   * null: the login role; else a role to assume (the API's chronofence_api,
+   * the background roles' least-privilege roles).
+   */
+  role: string | null;
+  maxConnections: number;
+  statementTimeoutMs: number;
+  applicationName: string;
+  onError: (error: Error) => void;
+}
+
+export interface PostgresPools {
+  pool(options: PoolOptions): PgPool;
+}
+
+/** One connection to the hot tier, with the views the roles take of it. */
+export interface HotTierConnection {
+  hotTier: HotTier;
+  dispatch: DispatchHotTier & CancelNotifier;
+  /** Rejects if the hot tier is not reachable yet; the roles go on and it reconnects. */
+  connect(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface HotTiers {
+  open(onError: (error: unknown) => void): HotTierConnection;
+}
+
+export interface RoleInfrastructure {
+  postgres: PostgresPools;
+  hotTiers: HotTiers;
+  transport: Transport;
+}
+
+/** Which background role a pool serves, for its least-privilege database role (migrations/000011). */
 export type BackgroundRole = "dispatch" | "worker" | "planner";
 
 const DATABASE_ROLE_OF = {
@@ -20,47 +66,116 @@ const DATABASE_ROLE_OF = {
   planner: "plannerDatabaseRole",
 } as const satisfies Record<BackgroundRole, keyof Config>;
 
+/**
+ * The pool of a background role, assuming its least-privilege database role
+ * (chronofence_dispatch, _worker, _planner: they see every tenant's rows of
+ * the tables they use, and nothing else; "" in its CF_*_DATABASE_ROLE keeps
+ * the login role), its errors reported as `what: postgres connection`.
+ */
 export function rolePgPool(
+  infra: RoleInfrastructure,
   config: Config,
   pool: { maxConnections: number; applicationName: string; role: BackgroundRole },
   onError: RoleErrorHandler,
 ): PgPool {
   const role = config[DATABASE_ROLE_OF[pool.role]];
-  return pgPool(config, pool, role === "" ? null : role, onError);
+  return pgPool(infra, config, pool, role === "" ? null : role, onError);
 }
 
 /** A pool as the login role itself, for the API's work across tenants (its node report). */
 export function loginPgPool(
+  infra: RoleInfrastructure,
   config: Config,
   pool: { maxConnections: number; applicationName: string },
   onError: RoleErrorHandler,
 ): PgPool {
-  return pgPool(config, pool, null, onError);
+  return pgPool(infra, config, pool, null, onError);
 }
 
 function pgPool(
+  infra: RoleInfrastructure,
   config: Config,
   pool: { maxConnections: number; applicationName: string },
   role: string | null,
   onError: RoleErrorHandler,
 ): PgPool {
-  return createPgPool({
-    connectionString: config.databaseUrl,
+  return infra.postgres.pool({
+    role,
     maxConnections: pool.maxConnections,
     statementTimeoutMs: config.pgStatementTimeoutMs,
-    connectTimeoutMs: config.pgConnectTimeoutMs,
-    role,
     applicationName: pool.applicationName,
     onError: (error) => onError(error, "postgres connection"),
   });
 }
 
-export function roleRedis(config: Config, onError: RoleErrorHandler) {
-  return createRedis({
-    url: config.redisUrl,
-    keyPrefix: config.redisKeyPrefix,
-    commandTimeoutMs: config.redisCommandTimeoutMs,
-    connectTimeoutMs: config.pgConnectTimeoutMs,
-    onError: (error) => onError(error, "redis"),
-  });
+export function serviceInfrastructure(config: Config): RoleInfrastructure {
+  return {
+    postgres: servicePostgres(config),
+    hotTiers: serviceHotTiers(config),
+    transport: kafkaTransport(config),
+  };
+}
+
+export function servicePostgres(config: Config): PostgresPools {
+  return {
+    pool: (options) =>
+      createPgPool({
+        connectionString: config.databaseUrl,
+        maxConnections: options.maxConnections,
+        statementTimeoutMs: options.statementTimeoutMs,
+        connectTimeoutMs: config.pgConnectTimeoutMs,
+        role: options.role,
+        applicationName: options.applicationName,
+        onError: options.onError,
+      }),
+  };
+}
+
+export function serviceHotTiers(config: Config): HotTiers {
+  return {
+    open(onError) {
+      const redis = createRedis({
+        url: config.redisUrl,
+        keyPrefix: config.redisKeyPrefix,
+        commandTimeoutMs: config.redisCommandTimeoutMs,
+        connectTimeoutMs: config.pgConnectTimeoutMs,
+        onError,
+      });
+      const hotTier = new RedisHotTier(redis, config.redisKeyPrefix);
+      return {
+        hotTier,
+        dispatch: new RedisDispatchHotTier(redis, config.redisKeyPrefix),
+        connect: () => hotTier.connect(),
+        close: () => hotTier.close(),
+      };
+    },
+  };
+}
+
+export function kafkaTransport(config: Config): Transport {
+  const brokers = config.kafkaBrokers.split(",");
+  return {
+    publisher: (clientId, onError) =>
+      new KafkaPublisher({
+        brokers,
+        clientId,
+        topicPrefix: config.topicPrefix,
+        partitions: config.kafkaPartitions,
+        replicationFactor: config.kafkaReplicationFactor,
+        onError,
+      }),
+    consumer: (options) =>
+      new KafkaTaskConsumer({
+        brokers,
+        clientId: options.clientId,
+        topicPrefix: config.topicPrefix,
+        kind: options.kind,
+        maxInFlight: options.maxInFlight,
+        maxRetained: options.maxRetained,
+        commitIntervalMs: config.workerCommitIntervalMs,
+        sessionTimeoutMs: config.workerSessionTimeoutMs,
+        onError: options.onError,
+        ...(options.onRunning && { onRunning: options.onRunning }),
+      }),
+  };
 }

@@ -1,9 +1,10 @@
 /**
- * Composition root of the worker role: one Kafka consumer group, Postgres
- * pool, concurrency limiter and executor per queue (critical, standard,
- * bulk, overdue), so that no queue's backlog can take another's fetches,
- * connections or slots; one handler registry, piscina pool, Redis
- * connection (retries due soon go straight to the hot tier) and /metrics.
+ * Composition root of the worker role: one consumer (Kafka: a consumer
+ * group), Postgres pool, concurrency limiter and executor per queue
+ * (critical, standard, bulk, overdue), so that no queue's backlog can take
+ * another's fetches, connections or slots; one handler registry, piscina
+ * pool, hot-tier connection (retries due soon go straight to the hot tier)
+ * and /metrics; all on the infrastructure it is given (role-connections.ts).
  *
  * The overdue queue: envelopes published later than their tenant's grace.
  * They still run — a user who scheduled a task expects it to happen, late
@@ -18,13 +19,10 @@ import { CPU_BUILTINS_FILE, CpuPool } from "../adapters/handlers/cpu-pool.js";
 import { EgressPolicy } from "../adapters/handlers/egress-policy.js";
 import { registerUserModule } from "../adapters/handlers/user-module.js";
 import { startMetricsServer } from "../adapters/http/metrics-server.js";
-import { KafkaPublisher } from "../adapters/kafka/kafka-publisher.js";
-import { KafkaTaskConsumer } from "../adapters/kafka/kafka-task-consumer.js";
 import type { Logger } from "../adapters/logging/logger.js";
 import { PromWorkerMetrics } from "../adapters/metrics/worker-metrics.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
 import type { PgPool } from "../adapters/pg/pool.js";
-import { RedisHotTier } from "../adapters/redis/hot-tier.js";
 import { RecordingExecutionStore } from "../app/dashboard/recording-execution-store.js";
 import { TenantActivity } from "../app/dashboard/tenant-activity.js";
 import { ExecutionService } from "../app/execution/execution-service.js";
@@ -36,10 +34,11 @@ import type { Config } from "../config/config.js";
 import type { TopicKind } from "../domain/envelope.js";
 import type { Clock } from "../ports/clock.js";
 import type { HandlerRegistry } from "../ports/handler.js";
+import type { QueueConsumer } from "../ports/transport.js";
 import { defaultNodeId } from "./dispatch.js";
 import { uuidv7From } from "./ids.js";
 import { startNodeReport } from "./node-report.js";
-import { rolePgPool, roleRedis } from "./role-connections.js";
+import { type RoleInfrastructure, rolePgPool, serviceInfrastructure } from "./role-connections.js";
 
 export interface RunningWorker {
   workerId: string;
@@ -65,6 +64,7 @@ export async function startWorker(
   clock: Clock,
   logger: Logger,
   extras: WorkerExtras = {},
+  infra: RoleInfrastructure = serviceInfrastructure(config),
 ): Promise<RunningWorker> {
   const workerId = config.nodeId ?? defaultNodeId();
   const log = logger.child({ worker: workerId });
@@ -85,30 +85,25 @@ export async function startWorker(
   }
   extras.register?.(registry);
 
-  const brokers = config.kafkaBrokers.split(",");
-  const topics = new KafkaPublisher({
-    brokers,
-    clientId: `chronofence-${workerId}-admin`,
-    topicPrefix: config.topicPrefix,
-    partitions: config.kafkaPartitions,
-    replicationFactor: config.kafkaReplicationFactor,
-    onError: (error) => onError(error, "kafka admin"),
-  });
+  const topics = infra.transport.publisher(`chronofence-${workerId}-admin`, (error) =>
+    onError(error, "kafka admin"),
+  );
   await topics.ensureTopics();
   await topics.close();
 
-  const redis = roleRedis(config, onError);
-  await redis.connect().catch((error: unknown) => onError(error, "redis connect"));
-  const hotTier = new RedisHotTier(redis, config.redisKeyPrefix);
+  const hot = infra.hotTiers.open((error) => onError(error, "redis"));
+  await hot.connect().catch((error: unknown) => onError(error, "redis connect"));
+  const { hotTier } = hot;
 
   const pools: PgPool[] = [];
   const executors: Executor[] = [];
-  const consumers: KafkaTaskConsumer[] = [];
+  const consumers: QueueConsumer[] = [];
   const newId = uuidv7From(clock);
   // Per-tenant starts, completions and failures, for the dashboard (app/dashboard/tenant-activity.ts).
   const activity = new TenantActivity();
   for (const queue of queuesOf(config)) {
     const pool = rolePgPool(
+      infra,
       config,
       {
         maxConnections: config.workerPgPoolSize,
@@ -144,17 +139,13 @@ export async function startWorker(
     );
     executors.push(executor);
     const concurrency = concurrencyOf(config, queue);
-    const consumer = new KafkaTaskConsumer({
-      brokers,
-      clientId: `chronofence-${workerId}-${queue}`,
-      topicPrefix: config.topicPrefix,
+    const consumer = infra.transport.consumer({
       kind: queue,
+      clientId: `chronofence-${workerId}-${queue}`,
       // Twice the slots: a message is ready the moment one frees, and a tenant at its cap
       // holds back the fetch only once it fills the margin.
       maxInFlight: concurrency * 2,
       maxRetained: config.workerMaxRetained,
-      commitIntervalMs: config.workerCommitIntervalMs,
-      sessionTimeoutMs: config.workerSessionTimeoutMs,
       onError: (error) => onError(error, `kafka consumer ${queue}`),
       onRunning: (up) => metrics.consumerUp(queue, up),
     });
@@ -168,11 +159,12 @@ export async function startWorker(
         log.warn({ queue, reason }, "skipped a message that is not an envelope"),
       onError,
     });
-    await consumer.start((value) => run(value?.toString("utf8") ?? ""));
+    await consumer.start(run);
   }
 
   const server = await startMetricsServer(metrics, config.metricsHost, config.workerMetricsPort);
   const report = startNodeReport(
+    infra,
     config,
     clock,
     { nodeId: workerId, family: "worker", roles: ["worker"] },
@@ -199,7 +191,7 @@ export async function startWorker(
       clearTimeout(timer);
       for (const executor of executors) executor.stop();
       await Promise.allSettled([server.close(), cpuPool.close(), ...pools.map((p) => p.end())]);
-      redis.disconnect();
+      await hot.close();
       log.info("worker stopped");
     },
   };

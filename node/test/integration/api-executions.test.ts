@@ -1,47 +1,42 @@
 /**
  * The fenced worker protocol over HTTP (POST /v1/executions/{id}/start|
- * heartbeat|complete|fail) and POST /v1/tasks/{id}/replay, on real Postgres
- * and Redis. A task is ARMED here by one UPDATE that does what a dispatcher's
+ * heartbeat|complete|fail) and POST /v1/tasks/{id}/replay, on both backends
+ * (support/api.ts): real Postgres and Redis, and the embedded default. A task is ARMED here by one UPDATE that does what a dispatcher's
  * arm does to the row (a new token from fencing_token_seq); the dispatcher
  * itself is tested in dispatch.test.ts.
  */
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dueKey, shardOf } from "../../src/domain/shard.js";
 import {
   type ApiFixture,
   call,
-  newTenant,
+  type Queryable,
   startApiFixture,
   type TestApi,
   type TestTenant,
 } from "./support/api.js";
-import { TEST_REDIS_URL, type TestDatabase, untilDue, withPg } from "./support/services.js";
 
 let fixture: ApiFixture;
-let db: TestDatabase;
 let api: TestApi;
 let a: TestTenant;
 let b: TestTenant;
-let redis: Redis;
 
 beforeAll(async () => {
   fixture = await startApiFixture({}, { maxPayloadBytes: 1024 });
-  ({ db, api, tenant: a } = fixture);
-  b = await newTenant(api.config);
-  redis = new Redis(TEST_REDIS_URL);
+  ({ api, tenant: a } = fixture);
+  b = await fixture.newTenant();
 });
 
 afterAll(async () => {
-  redis?.disconnect();
   await fixture?.stop();
 });
+
+const withDb = <T>(fn: (c: Queryable) => Promise<T>) => fixture.withDb(fn);
 
 const exec = (key: string, id: string, action: string, body: unknown) =>
   call(api.baseUrl, "POST", `/v1/executions/${id}/${action}`, { key, body });
 const rowOf = (id: string) =>
-  withPg(db.url, async (c) => (await c.query("SELECT * FROM tasks WHERE id = $1", [id])).rows[0]);
+  withDb(async (c) => (await c.query("SELECT * FROM tasks WHERE id = $1", [id])).rows[0]);
 
 interface Armed {
   id: string;
@@ -56,7 +51,7 @@ async function armedTask(task: Record<string, unknown> = {}): Promise<Armed> {
     body: { type: "report.build", payload: { n: 1 }, delay_ms: 0, ...task },
   });
   expect(created.status).toBe(201);
-  return withPg(db.url, async (c) => {
+  return withDb(async (c) => {
     const armed = await c.query(
       `UPDATE tasks SET status = 'ARMED', fencing_token = nextval('fencing_token_seq'),
               armed_at = now(), updated_at = now()
@@ -133,7 +128,7 @@ describe("start", () => {
 
   it("answers a cancelled task's start with 409", async () => {
     const t = await armedTask({ delay_ms: 60_000 });
-    await withPg(db.url, (c) =>
+    await withDb((c) =>
       c.query("UPDATE tasks SET status = 'CANCELLED', cancelled_at = now() WHERE id = $1", [t.id]),
     );
     const res = await exec(a.apiKey, t.id, "start", { fencing_token: t.token, worker_id: "w" });
@@ -199,7 +194,7 @@ describe("complete", () => {
   it("refuses a zombie's commit after the task was taken over with a newer token", async () => {
     const t = await started();
     // What the reconciler does when the lease expired: a new token, the attempt retried.
-    const taken = await withPg(db.url, async (c) => {
+    const taken = await withDb(async (c) => {
       const r = await c.query(
         `UPDATE tasks SET status = 'ARMED', fencing_token = nextval('fencing_token_seq')
           WHERE id = $1 RETURNING fencing_token::text AS token`,
@@ -298,10 +293,10 @@ describe("fail", () => {
 
   it("puts a retry due within the hot window into its shard, as the Node worker does", async () => {
     const t = await started({ max_attempts: 3, backoff: { base_ms: 1000, max_ms: 2000 } });
-    const key = dueKey(api.config.redisKeyPrefix, shardOf(a.id, t.id));
+    const task = { tenantId: a.id, id: t.id };
     // The submission's own add first, then none: only the retry may put it back.
-    await untilDue(redis, api.config.redisKeyPrefix, { tenantId: a.id, id: t.id });
-    await redis.zrem(key, t.id);
+    await fixture.untilDue(task);
+    await fixture.takeDue(task);
     const res = await exec(a.apiKey, t.id, "fail", {
       fencing_token: t.token,
       worker_id: "w1",
@@ -309,7 +304,7 @@ describe("fail", () => {
     });
     expect(res.status).toBe(200);
     expect(res.body.status).toBe("SCHEDULED");
-    expect(Number(await redis.zscore(key, t.id))).toBe(Date.parse(res.body.next_run_at));
+    expect(await fixture.dueRunAtMs(task)).toBe(Date.parse(res.body.next_run_at));
   });
 
   it("makes a non-retryable failure DEAD at once, with a dead letter", async () => {
@@ -321,8 +316,7 @@ describe("fail", () => {
     });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ task_id: t.id, status: "DEAD", attempt: 1 });
-    const letter = await withPg(
-      db.url,
+    const letter = await withDb(
       async (c) =>
         (await c.query("SELECT * FROM dead_letters WHERE id = $1", [res.body.dead_letter_id]))
           .rows[0],
@@ -420,17 +414,15 @@ describe("POST /v1/tasks/{id}/replay", () => {
     const row = await rowOf(t.id);
     expect(row.status).toBe("SCHEDULED");
     expect(BigInt(row.fencing_token)).toBeGreaterThan(BigInt(t.token));
-    const key = dueKey(api.config.redisKeyPrefix, shardOf(a.id, t.id));
-    expect(await redis.zscore(key, t.id)).not.toBeNull();
-    const letters = await withPg(
-      db.url,
+    expect(await fixture.dueRunAtMs({ tenantId: a.id, id: t.id })).not.toBeNull();
+    const letters = await withDb(
       async (c) =>
         (await c.query("SELECT replayed_at FROM dead_letters WHERE task_id = $1", [t.id])).rows,
     );
     expect(letters).toHaveLength(1);
     expect(letters[0].replayed_at).not.toBeNull();
     // The replayed attempt is armed and started like any other: attempt 2.
-    const rearmed = await withPg(db.url, async (c) => {
+    const rearmed = await withDb(async (c) => {
       const r = await c.query(
         `UPDATE tasks SET status = 'ARMED', fencing_token = nextval('fencing_token_seq')
           WHERE id = $1 RETURNING fencing_token::text AS token`,

@@ -1,39 +1,37 @@
-/** Success paths, idempotency and tenant isolation of the task endpoints, on real Postgres and Redis. */
-import { Redis } from "ioredis";
+/**
+ * Success paths, idempotency and tenant isolation of the task endpoints, on
+ * both backends (support/api.ts): real Postgres and Redis, and the embedded
+ * default (PGlite, in-process hot tier).
+ */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dueKey, shardOf } from "../../src/domain/shard.js";
 import {
   type ApiFixture,
   call,
-  newTenant,
+  type Queryable,
   startApiFixture,
   type TestApi,
   type TestTenant,
 } from "./support/api.js";
-import { TEST_REDIS_URL, type TestDatabase, withPg } from "./support/services.js";
 
 let fixture: ApiFixture;
-let db: TestDatabase;
 let api: TestApi;
 let a: TestTenant;
 let b: TestTenant;
-let redis: Redis;
 
 beforeAll(async () => {
   fixture = await startApiFixture();
-  ({ db, api, tenant: a } = fixture);
-  b = await newTenant(api.config);
-  redis = new Redis(TEST_REDIS_URL);
+  ({ api, tenant: a } = fixture);
+  b = await fixture.newTenant();
 });
 
 afterAll(async () => {
-  redis?.disconnect();
   await fixture?.stop();
 });
 
 const post = (key: string, body: unknown) => call(api.baseUrl, "POST", "/v1/tasks", { key, body });
+const withDb = <T>(fn: (c: Queryable) => Promise<T>) => fixture.withDb(fn);
 const rowOf = (id: string) =>
-  withPg(db.url, async (c) => (await c.query("SELECT * FROM tasks WHERE id = $1", [id])).rows[0]);
+  withDb(async (c) => (await c.query("SELECT * FROM tasks WHERE id = $1", [id])).rows[0]);
 
 describe("health", () => {
   it("answers /healthz and /readyz with both dependencies up", async () => {
@@ -45,7 +43,7 @@ describe("health", () => {
 });
 
 describe("POST /v1/tasks", () => {
-  it("commits the task, audits it, and adds a due-soon task to its Redis shard", async () => {
+  it("commits the task, audits it, and adds a due-soon task to its hot-tier shard", async () => {
     const res = await post(a.apiKey, {
       type: "email.send",
       payload: { to: "x@y" },
@@ -66,23 +64,22 @@ describe("POST /v1/tasks", () => {
       timeout_ms: 30000,
     });
     expect(row.run_at.toISOString()).toBe(res.body.run_at);
-    const audit = await withPg(db.url, (c) =>
+    const audit = await withDb((c) =>
       c.query("SELECT action FROM audit_log WHERE $1 = ANY(task_ids)", [res.body.id]),
     );
     expect(audit.rows).toEqual([{ action: "task.create" }]);
-    const key = dueKey(api.config.redisKeyPrefix, shardOf(a.id, res.body.id));
-    // The ZADD follows the commit without delaying the answer: wait for it.
+    // The add follows the commit without delaying the answer: wait for it.
     await expect
-      .poll(() => redis.zscore(key, res.body.id))
-      .toBe(String(Date.parse(res.body.run_at)));
+      .poll(() => fixture.dueRunAtMs({ tenantId: a.id, id: res.body.id }))
+      .toBe(Date.parse(res.body.run_at));
   });
 
-  it("keeps a task beyond the hot window out of Redis", async () => {
+  it("keeps a task beyond the hot window out of the hot tier", async () => {
     const res = await post(a.apiKey, { type: "later", delay_ms: 2 * 3_600_000 });
     expect(res.status).toBe(201);
-    await post(a.apiKey, { type: "now" }); // a later commit whose ZADD we can wait for
-    const key = dueKey(api.config.redisKeyPrefix, shardOf(a.id, res.body.id));
-    expect(await redis.zscore(key, res.body.id)).toBeNull();
+    const now = await post(a.apiKey, { type: "now" }); // a later commit whose add we can wait for
+    await fixture.untilDue({ tenantId: a.id, id: now.body.id });
+    expect(await fixture.dueRunAtMs({ tenantId: a.id, id: res.body.id })).toBeNull();
   });
 
   it("treats run_at in the past as due now", async () => {
@@ -135,7 +132,7 @@ describe("idempotency", () => {
     expect(again.status).toBe(200);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(again.body.id).toBe(first.body.id);
-    const count = await withPg(db.url, (c) =>
+    const count = await withDb((c) =>
       c.query("SELECT count(*)::int AS n FROM tasks WHERE idempotency_key = 'pay-1'"),
     );
     expect(count.rows[0].n).toBe(1);
@@ -208,7 +205,7 @@ describe("POST /v1/tasks/batch", () => {
     expect(res.status).toBe(201);
     expect(res.body.tasks).toHaveLength(1000);
     const ids = res.body.tasks.map((t: { id: string }) => t.id);
-    const stored = await withPg(db.url, (c) =>
+    const stored = await withDb((c) =>
       c.query("SELECT count(*)::int AS n FROM tasks WHERE id = ANY($1::uuid[])", [ids]),
     );
     expect(stored.rows[0].n).toBe(1000);
@@ -236,7 +233,7 @@ describe("POST /v1/tasks/batch", () => {
 describe("tenant retry defaults", () => {
   it("fill the retry fields a task leaves out; a task's own values override them", async () => {
     const retryDefaults = { maxAttempts: 7, backoffBaseMs: 250, backoffMaxMs: 9000 };
-    const c = await newTenant(api.config, { retryDefaults });
+    const c = await fixture.newTenant({ retryDefaults });
     const plain = await post(c.apiKey, { type: "t", delay_ms: 60_000 });
     expect(plain.status).toBe(201);
     expect(plain.body).toMatchObject({
@@ -285,7 +282,7 @@ describe("GET and DELETE", () => {
   });
 
   it("lists with filters and keyset pagination", async () => {
-    const t = await newTenant(api.config);
+    const t = await fixture.newTenant();
     const made = [];
     for (let i = 0; i < 5; i++)
       made.push((await post(t.apiKey, { type: i % 2 ? "odd" : "even" })).body.id);
@@ -326,7 +323,7 @@ describe("GET and DELETE", () => {
 
   it("refuses to cancel a running task (409)", async () => {
     const created = await post(a.apiKey, { type: "busy" });
-    await withPg(db.url, (c) =>
+    await withDb((c) =>
       c.query("UPDATE tasks SET status = 'RUNNING' WHERE id = $1", [created.body.id]),
     );
     const res = await call(api.baseUrl, "DELETE", `/v1/tasks/${created.body.id}`, {
@@ -350,7 +347,7 @@ describe("tenant isolation", () => {
 
   it("enforces it in Postgres too: the API role sees only app.tenant_id's rows", async () => {
     const created = await post(a.apiKey, { type: "rls" });
-    const seen = await withPg(db.url, async (c) => {
+    const seen = await withDb(async (c) => {
       await c.query("BEGIN; SET LOCAL ROLE chronofence_api");
       const countAs = async (tenantId: string) => {
         await c.query("SELECT set_config('app.tenant_id', $1, true)", [tenantId]);

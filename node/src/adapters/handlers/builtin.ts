@@ -1,6 +1,8 @@
 /**
  * The built-in handlers, for tests, demos and the simplest real use:
  *  - noop:  does nothing, returns null.
+ *  - echo:  returns its payload: the task's result is what it was given
+ *           (the quick start's task type).
  *  - chronofence.canary: the watchdog's canary task, a noop: its completion
  *           is the proof that submission, dispatch and workers work.
  *  - sleep: {"ms": n} waits n ms (honouring the timeout), returns {"slept_ms": n}.
@@ -40,6 +42,7 @@ export function registerBuiltins(
 ): HandlerRegistry {
   return registry
     .register("noop", noop)
+    .register("echo", echo)
     .register("chronofence.canary", noop)
     .register("sleep", sleepHandler)
     .register("fail", failHandler)
@@ -47,6 +50,8 @@ export function registerBuiltins(
 }
 
 const noop: Handler = async () => null;
+
+const echo: Handler = async (payload) => payload;
 
 const sleepHandler: Handler = async (payload, ctx) => {
   const ms = numberField(payload, "ms");

@@ -18,6 +18,12 @@
  * Every request has a deadline: if it has not been answered by then, it gets
  * 408 while the client still owes body bytes, 503 otherwise (a hung
  * dependency). Nothing a client sends can throw out of a uWS callback.
+ *
+ * The port is bound exclusively: by default uWS binds with SO_REUSEPORT, so
+ * a second API on the same port (two `npm start`s, an old and a new
+ * process) would bind too and the kernel would split the connections
+ * between them without a word. Exclusive, the second fails at once, naming
+ * the port.
  */
 import uWS from "uWebSockets.js";
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
@@ -30,6 +36,7 @@ import {
   isBodyRoute,
   type Route,
 } from "./exchange.js";
+import { bindError, probeBind } from "./metrics-server.js";
 
 export interface HttpServerOptions {
   host: string;
@@ -82,12 +89,18 @@ export class HttpServer {
     });
   }
 
-  /** Binds the port; resolves with the port actually bound (0 picks a free one). */
+  /**
+   * Binds the port, exclusively; resolves with the port actually bound (0
+   * picks a free one). Rejects with a `bindError` naming the port when it is
+   * taken.
+   */
   listen(): Promise<number> {
+    const { host, port } = this.options;
     return new Promise((resolve, reject) => {
-      this.app.listen(this.options.host, this.options.port, (socket) => {
+      listenExclusive(this.app, host, port, (socket) => {
+        // uWS says only "no": a plain bind of the same port tells why.
         if (!socket)
-          return reject(new Error(`cannot listen on ${this.options.host}:${this.options.port}`));
+          return void probeBind(host, port).then((code) => reject(bindError(host, port, code)));
         this.listenSocket = socket;
         this.sweeper = setInterval(() => this.expireDeadlines(), 100);
         this.sweeper.unref();
@@ -323,3 +336,22 @@ const STATUS_LINES: Record<number, string> = {
   500: "500 Internal Server Error",
   503: "503 Service Unavailable",
 };
+
+/** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT: its typings declare the enum, its module does not export it. */
+const LISTEN_EXCLUSIVE_PORT = 1 as uWS.ListenOptions;
+
+/** uWS takes (host, port, options, callback); its typings know only (port, options, callback). */
+function listenExclusive(
+  app: uWS.TemplatedApp,
+  host: string,
+  port: number,
+  callback: (socket: uWS.us_listen_socket | false) => void,
+): void {
+  const listen = app.listen as unknown as (
+    host: string,
+    port: number,
+    options: uWS.ListenOptions,
+    callback: (socket: uWS.us_listen_socket | false) => void,
+  ) => uWS.TemplatedApp;
+  listen.call(app, host, port, LISTEN_EXCLUSIVE_PORT, callback);
+}

@@ -27,6 +27,7 @@
 import { type Consumer, type ConsumerRunConfig, Kafka, logLevel } from "kafkajs";
 import { withTimeout } from "../../app/shared/with-timeout.js";
 import { type TopicKind, topicName } from "../../domain/envelope.js";
+import type { MessageHandler, QueueConsumer } from "../../ports/transport.js";
 import { OffsetWatermarks } from "./offset-watermarks.js";
 
 /** The consumer group of a queue's workers (consumer-lag.ts reads its offsets too). */
@@ -57,13 +58,6 @@ export interface TaskConsumerOptions {
   onRunning?: (running: boolean) => void;
 }
 
-/**
- * Handles one message. Resolves true once its offset may be committed
- * (outcome durable, or nothing to do), false if it must stay uncommitted
- * (the worker is stopping). Never rejects.
- */
-export type MessageHandler = (value: Buffer | null) => Promise<boolean>;
-
 const FINAL_COMMIT_TIMEOUT_MS = 5000;
 const RESTART_DELAY_MS = { first: 500, max: 10_000 };
 /** stop() waits this long at most for a restart under way, so as to disconnect what it started. */
@@ -76,7 +70,7 @@ const REJOIN_ERRORS = new Set([
   "UNKNOWN_MEMBER_ID",
 ]);
 
-export class KafkaTaskConsumer {
+export class KafkaTaskConsumer implements QueueConsumer {
   private readonly consumer: Consumer;
   private readonly topic: string;
   private readonly watermarks = new OffsetWatermarks();
@@ -244,7 +238,8 @@ export class KafkaTaskConsumer {
   private hand(handle: MessageHandler, partition: number, offset: string, value: Buffer | null) {
     const handout = this.watermarks.begin(partition, offset);
     this.inFlight++;
-    void handle(value)
+    // A tombstone (no value) is not an envelope: the handler skips it as malformed.
+    void handle(value?.toString("utf8") ?? "")
       .then((durable) => {
         if (durable) this.watermarks.done(handout);
       })

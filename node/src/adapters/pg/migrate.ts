@@ -55,23 +55,34 @@ export async function listMigrations(directory: string): Promise<MigrationFile[]
 
 /** Applies every migration not yet in the ledger, in order, one transaction each. */
 export async function migrate(connectionString: string, directory: string): Promise<MigrateResult> {
-  const migrations = await listMigrations(directory);
   const client = new pg.Client({ connectionString, application_name: "chronofence-migrate" });
   await client.connect();
-  const result: MigrateResult = { applied: [], skipped: [] };
   try {
-    for (const migration of migrations) {
-      const label = `${String(migration.id).padStart(6, "0")}_${migration.name}`;
-      const applied = await applyOne(client, migration);
-      (applied ? result.applied : result.skipped).push(label);
-    }
+    return await migrateWith(client, directory);
   } finally {
     await client.end();
+  }
+}
+
+/** The same, on a connection the caller holds (the embedded Postgres has no connection string). */
+export async function migrateWith(
+  client: Pick<pg.ClientBase, "query">,
+  directory: string,
+): Promise<MigrateResult> {
+  const migrations = await listMigrations(directory);
+  const result: MigrateResult = { applied: [], skipped: [] };
+  for (const migration of migrations) {
+    const label = `${String(migration.id).padStart(6, "0")}_${migration.name}`;
+    const applied = await applyOne(client, migration);
+    (applied ? result.applied : result.skipped).push(label);
   }
   return result;
 }
 
-async function applyOne(client: pg.Client, migration: MigrationFile): Promise<boolean> {
+async function applyOne(
+  client: Pick<pg.ClientBase, "query">,
+  migration: MigrationFile,
+): Promise<boolean> {
   const sql = await readFile(migration.file, "utf8");
   await client.query(BEGIN);
   try {

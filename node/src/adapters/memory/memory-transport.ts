@@ -1,0 +1,154 @@
+/**
+ * The transport in the process's memory, for the embedded default
+ * (`chronofence dev`): one FIFO queue per topic kind; the dispatcher's
+ * publish appends the envelope text and resolves at once (the "broker's
+ * ack"); the worker's consumers of a kind take from its queue. Held to
+ * Kafka's behaviour by one contract suite (node/test/contract/transport.contract.ts):
+ *
+ *  - at least once, as Kafka's uncommitted offsets: a message whose handler
+ *    answered false stays with its consumer, which does not take it again;
+ *    when that consumer stops, it goes back to the front of the queue for
+ *    the next consumer. (A handler answers false only while its worker
+ *    stops.)
+ *  - the queue keeps what nobody consumes yet, as a new consumer group
+ *    starts at the beginning of its topic.
+ *  - `maxInFlight` bounds the messages a consumer has handed out and not
+ *    finished; `maxRetained` does not apply: there is no commit point that
+ *    a long task could hold back.
+ *  - nothing survives the process. That loses no task: the ARMED row in
+ *    Postgres is the durable record, and the reconciler re-arms a task
+ *    nobody started (docs/architecture.md, section 6, step 10).
+ *
+ * It is also the seam of a "direct" mode: a process running the dispatcher
+ * and the worker hands each fired envelope to its own executor.
+ */
+import type { TopicKind } from "../../domain/envelope.js";
+import type { OutboundMessage, Publisher } from "../../ports/publisher.js";
+import type {
+  ConsumerOptions,
+  MessageHandler,
+  QueueConsumer,
+  Transport,
+} from "../../ports/transport.js";
+
+class MemoryQueue {
+  private waiting: string[] = [];
+  private head = 0;
+  readonly consumers = new Set<MemoryQueueConsumer>();
+  private pumping = false;
+
+  take(): string | undefined {
+    if (this.head === this.waiting.length) return undefined;
+    const value = this.waiting[this.head++]!;
+    // Drop the taken prefix now and then rather than shift() (O(n)) each time.
+    if (this.head > 1024 && this.head * 2 > this.waiting.length) {
+      this.waiting.splice(0, this.head);
+      this.head = 0;
+    }
+    return value;
+  }
+
+  append(values: readonly string[]): void {
+    for (const value of values) this.waiting.push(value);
+    this.schedulePump();
+  }
+
+  /** Messages given back by a stopped consumer go first, in their order. */
+  giveBack(values: readonly string[]): void {
+    this.waiting = values.concat(this.waiting.slice(this.head));
+    this.head = 0;
+    this.schedulePump();
+  }
+
+  /** After the publisher's call returns: a handler never runs inside publish(). */
+  schedulePump(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    queueMicrotask(() => {
+      this.pumping = false;
+      for (const consumer of this.consumers) consumer.pump();
+    });
+  }
+}
+
+class MemoryQueueConsumer implements QueueConsumer {
+  private handle: MessageHandler | undefined;
+  private inFlight = 0;
+  private stopping = false;
+  /** Answered false: delivered again to the next consumer once this one stops. */
+  private readonly uncommitted: string[] = [];
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly queue: MemoryQueue,
+    private readonly options: ConsumerOptions,
+  ) {}
+
+  async start(handle: MessageHandler): Promise<void> {
+    this.handle = handle;
+    this.queue.consumers.add(this);
+    this.options.onRunning?.(true);
+    this.pump();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.queue.consumers.delete(this);
+    if (this.inFlight > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    if (this.uncommitted.length > 0) this.queue.giveBack(this.uncommitted.splice(0));
+  }
+
+  pump(): void {
+    const handle = this.handle;
+    if (!handle) return;
+    while (!this.stopping && this.inFlight < this.options.maxInFlight) {
+      const value = this.queue.take();
+      if (value === undefined) return;
+      this.inFlight++;
+      void handle(value)
+        .catch((error: unknown) => {
+          this.options.onError(error); // the contract says never; keep the message if it does
+          return false;
+        })
+        .then((commit) => {
+          if (!commit) this.uncommitted.push(value);
+          this.inFlight--;
+          if (this.inFlight === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+          this.pump();
+        });
+    }
+  }
+}
+
+export class MemoryTransport implements Transport {
+  private readonly queues = new Map<TopicKind, MemoryQueue>();
+
+  publisher(): Publisher {
+    return {
+      ensureTopics: async () => undefined,
+      publish: async (messages: readonly OutboundMessage[]) => {
+        const byKind = new Map<TopicKind, string[]>();
+        for (const m of messages) {
+          const values = byKind.get(m.kind);
+          if (values) values.push(m.value);
+          else byKind.set(m.kind, [m.value]);
+        }
+        for (const [kind, values] of byKind) this.queue(kind).append(values);
+      },
+      close: async () => undefined,
+    };
+  }
+
+  consumer(options: ConsumerOptions): QueueConsumer {
+    return new MemoryQueueConsumer(this.queue(options.kind), options);
+  }
+
+  private queue(kind: TopicKind): MemoryQueue {
+    let queue = this.queues.get(kind);
+    if (!queue) {
+      queue = new MemoryQueue();
+      this.queues.set(kind, queue);
+    }
+    return queue;
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * The transport between dispatchers and workers: `Publisher`
+ * (ports/publisher.ts) is its publish side, `QueueConsumer` its consume side,
+ * and `Transport` makes both, so that a composition root needs to know
+ * nothing of what carries the envelopes (Kafka, or the in-process queues of
+ * the embedded default).
+ *
+ * The contract every transport keeps (node/test/contract/transport.contract.ts):
+ *  - one queue per topic kind (critical, standard, bulk, overdue); a consumer
+ *    of a kind gets only that kind's messages, with the text as published;
+ *  - messages published before any consumer started are delivered too;
+ *  - at least once: a message whose handler did not answer `true` ("commit")
+ *    is delivered again, to the next consumer of its queue (Kafka: after a
+ *    rebalance or a restart from the last committed offset); one answered
+ *    `true` is not delivered again once the consumer stopped.
+ */
+import type { TopicKind } from "../domain/envelope.js";
+import type { Publisher } from "./publisher.js";
+
+/**
+ * Handles one message (the envelope text). Resolves true once it may be
+ * committed (its outcome is durable, or there is nothing to do), false if it
+ * must be delivered again (the worker is stopping). Never rejects.
+ */
+export type MessageHandler = (value: string) => Promise<boolean>;
+
+export interface QueueConsumer {
+  /** Resolves once the consumer receives messages (Kafka: joined its group). */
+  start(handle: MessageHandler): Promise<void>;
+  /**
+   * Stops taking messages; resolves once every message handed out has
+   * finished (the caller bounds that, by aborting its handlers) and what
+   * was committed is recorded.
+   */
+  stop(): Promise<void>;
+}
+
+export interface ConsumerOptions {
+  kind: TopicKind;
+  /** Names this consumer to its transport (Kafka's client id). */
+  clientId: string;
+  /** Messages handed to the handler and not finished yet, at most. */
+  maxInFlight: number;
+  /** Messages handed out and not yet past their queue's commit point, at most. */
+  maxRetained: number;
+  onError: (error: unknown) => void;
+  /** Receiving (true), or cut off and waiting to receive again (false). */
+  onRunning?: (running: boolean) => void;
+}
+
+export interface Transport {
+  publisher(clientId: string, onError: (error: unknown) => void): Publisher;
+  consumer(options: ConsumerOptions): QueueConsumer;
+}
