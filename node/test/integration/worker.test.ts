@@ -27,11 +27,15 @@ let tenant: TestTenant;
 let pool: PgPool;
 /** Every call of the `count` handler: task id → attempts seen. */
 const runs = new Map<string, number[]>();
-/** The `hold` handler runs until the test lets it go. */
-let releaseHold: () => void = () => undefined;
-const held = new Promise<void>((resolve) => {
-  releaseHold = resolve;
-});
+/** Each run of the `hold` handler waits until the test lets that task go (its own promise). */
+const holds = new Map<string, () => void>();
+const releaseHold = (taskId: string) => holds.get(taskId)?.();
+/**
+ * The reconciler sends a task armed and not started this long after its run_at
+ * back to be armed and published again: a task held up in a stuck queue gets
+ * through that way, so a test of the queue must see it run before that.
+ */
+const DISPATCH_TIMEOUT_MS = 20_000;
 
 beforeAll(async () => {
   await requireKafka();
@@ -43,6 +47,7 @@ beforeAll(async () => {
       workerHeartbeatMs: 500,
       // The http handler's test endpoint is on loopback, which it refuses unless allowed.
       httpHandlerAllow: "127.0.0.1/32",
+      dispatchTimeoutMs: DISPATCH_TIMEOUT_MS,
       workerHandlers: fileURLToPath(new URL("./support/user-handlers.mjs", import.meta.url)),
     },
     {
@@ -53,8 +58,8 @@ beforeAll(async () => {
               runs.set(ctx.taskId, [...(runs.get(ctx.taskId) ?? []), ctx.attempt]);
               return { attempt: ctx.attempt };
             })
-            .register("hold", async () => {
-              await held;
+            .register("hold", async (_payload, ctx) => {
+              await new Promise<void>((resolve) => holds.set(ctx.taskId, resolve));
               return {};
             }),
       },
@@ -73,6 +78,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  for (const release of holds.values()) release(); // a failed test must not hold the worker's stop
   await pool?.end();
   await fixture?.stop();
 });
@@ -154,11 +160,14 @@ describe("worker", () => {
     const behind = await Promise.all(
       [0, 1, 2, 3, 4].map((i) => submit({ type: "count", delay_ms: 200 + i })),
     );
-    // Well before the old fetch loop let them through (about 10 s, once the held batch's
-    // partition was handed over); well after they run here (under 1 s at load average 9).
-    for (const task of behind) await settled(task.id, 6000);
+    // A queue held up by the running task lets them through only when the reconciler re-arms
+    // them, a dispatch timeout after their run_at, and publishes them again (that was the
+    // bug, seen at about 10 s): each must settle before that. Here they run in about 1 s.
+    for (const task of behind) {
+      await settled(task.id, task.runAtMs + DISPATCH_TIMEOUT_MS - Date.now());
+    }
     expect((await rowOf(slow.id)).status).toBe("RUNNING");
-    releaseHold();
+    releaseHold(slow.id);
     await settled(slow.id);
     expect((await rowOf(slow.id)).status).toBe("COMPLETED");
   });

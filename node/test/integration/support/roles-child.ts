@@ -91,8 +91,8 @@ export async function startRolesChild(
   };
 }
 
-/** Sum of every series of a metric (all label values). */
-async function scrape(port: number, name: string, labels = ""): Promise<number> {
+/** Sum of every series of a metric on a /metrics port (those whose labels contain `labels`). */
+export async function scrape(port: number, name: string, labels = ""): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   let sum = 0;
   for (const line of text.split("\n")) {
