@@ -5,10 +5,24 @@
  * workflow list; the tenant's stats, rates included (from the API node's
  * own report of what HTTP workers did); watchdog alert reports; the
  * operator's cluster view and its token; and that tenant B reads none of
- * tenant A's data through any of them. A task is ARMED here by one UPDATE
- * that does what a dispatcher's arm does (api-executions.test.ts does too).
+ * tenant A's data through any of them. Every answer is parsed, strictly,
+ * with the schema the OpenAPI document gives for it (dashboard-resources.ts):
+ * a presenter that drifts from the document fails here. A task is ARMED here
+ * by one UPDATE that does what a dispatcher's arm does (api-executions.test.ts
+ * does too).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { z } from "zod";
+import {
+  AlertReported,
+  ClusterResource,
+  DeadLetterPage,
+  ScheduleUpcoming,
+  StatsResource,
+  TaskHistoryResource,
+  WorkflowPage,
+} from "../../src/adapters/http/openapi/dashboard-resources.js";
+import { TaskPage } from "../../src/adapters/http/openapi/resources.js";
 import {
   type ApiFixture,
   call,
@@ -37,7 +51,23 @@ afterAll(async () => {
   await fixture?.stop();
 });
 
-const get = (key: string, path: string) => call(api.baseUrl, "GET", path, { key });
+/** The answer, checked against its documented schema (unknown or missing fields fail). */
+const documented: Array<[RegExp, z.ZodType]> = [
+  [/^\/v1\/stats$/, StatsResource],
+  [/^\/v1\/tasks\/search/, TaskPage],
+  [/^\/v1\/tasks\/[^/]+\/history$/, TaskHistoryResource],
+  [/^\/v1\/dead-letters/, DeadLetterPage],
+  [/^\/v1\/workflows(\?|$)/, WorkflowPage],
+  [/^\/v1\/schedules\/[^/]+\/upcoming/, ScheduleUpcoming],
+  [/^\/v1\/cluster$/, ClusterResource],
+];
+const get = async (key: string, path: string) => {
+  const res = await call(api.baseUrl, "GET", path, { key });
+  const schema = documented.find(([pattern]) => pattern.test(path))?.[1];
+  if (!schema) throw new Error(`no documented answer for ${path}`);
+  if (res.status === 200) schema.parse(res.body);
+  return res;
+};
 const exec = (key: string, id: string, action: string, body: unknown) =>
   call(api.baseUrl, "POST", `/v1/executions/${id}/${action}`, { key, body });
 
@@ -360,8 +390,11 @@ describe("workflows and schedules", () => {
 
 describe("watchdog alerts and the cluster view", () => {
   it("stores the watchdog's alerts for its tenant; the operator sees every tenant's", async () => {
-    const report = (key: string, body: unknown) =>
-      call(api.baseUrl, "POST", "/v1/watchdog/alerts", { key, body });
+    const report = async (key: string, body: unknown) => {
+      const res = await call(api.baseUrl, "POST", "/v1/watchdog/alerts", { key, body });
+      if (res.status === 200) AlertReported.parse(res.body);
+      return res;
+    };
     const firing = {
       key: "canary",
       kind: "canary",

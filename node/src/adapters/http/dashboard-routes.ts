@@ -1,7 +1,10 @@
 /**
  * The routes the dashboard needs that the task, schedule and workflow routes
  * lack (docs/dashboard.md, "API"). Authenticated and tenant-scoped like
- * every /v1 route: the key's tenant is the only one they read.
+ * every /v1 route: the key's tenant is the only one they read. Their
+ * queries and the alert body are validated by the schemas of
+ * app/dashboard/dashboard-requests.ts; openapi/dashboard-operations.ts
+ * describes them with the same schemas.
  */
 import type { DashboardQueries } from "../../app/dashboard/dashboard-queries.js";
 import type { ScheduleInsightService } from "../../app/dashboard/schedule-insight.js";

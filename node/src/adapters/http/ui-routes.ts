@@ -18,7 +18,7 @@ import path from "node:path";
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
 import type { HttpReply, Route } from "./exchange.js";
 
-const CONTENT_TYPES: Record<string, string> = {
+const CONTENT_TYPES: Readonly<Record<string, string>> = {
   ".html": "text/html; charset=utf-8",
   ".js": "text/javascript; charset=utf-8",
   ".css": "text/css; charset=utf-8",
@@ -30,6 +30,12 @@ const CONTENT_TYPES: Record<string, string> = {
   ".woff2": "font/woff2",
   ".map": "application/json",
 };
+
+const OTHER_FILES = "application/octet-stream";
+/** Every type a file of the build is served with (the OpenAPI document lists them). */
+export const UI_CONTENT_TYPES: readonly string[] = [
+  ...new Set([...Object.values(CONTENT_TYPES), OTHER_FILES]),
+];
 
 const SECURITY_HEADERS: Array<[string, string]> = [
   ["X-Content-Type-Options", "nosniff"],
@@ -116,7 +122,7 @@ function loadBuild(directory: string): Map<string, StaticFile> | null {
         const relative = path.relative(directory, full).split(path.sep).join("/");
         files.set(relative, {
           body,
-          contentType: CONTENT_TYPES[path.extname(full)] ?? "application/octet-stream",
+          contentType: CONTENT_TYPES[path.extname(full)] ?? OTHER_FILES,
           immutable: relative.startsWith("assets/"),
         });
       }

@@ -1,10 +1,23 @@
 /**
- * Parsing of the dashboard routes' query parameters: every bad value is a
- * 400 `invalid_request` naming the parameter, never a 500 or a silent default.
+ * The parts the dashboard routes' query schemas are built of (composed in
+ * dashboard-requests.ts), and the one parser that runs them. A query
+ * parameter is text, so each schema takes a string and says what it turns
+ * into; the OpenAPI document describes each parameter with the very schema
+ * that validates it (openapi/dashboard-operations.ts).
+ *
+ * Every bad value is a 400 `invalid_request` naming the parameter
+ * (`details.field`, `details.value`), never a 500 or a silent default.
+ * An empty filter (`status=`, as a form sends a blank field) is absent; an
+ * empty number (`limit=`) is refused. A parameter given twice counts once,
+ * as its first value; parameters no schema names are ignored.
  */
+import { z } from "zod";
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
 
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A UUID in either case (spelled out, not /i: a JSON Schema pattern carries no flags). */
+export const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+/** RFC 3339 with an offset, as run_at is given at submission (seconds optional, `T` or a space). */
+const INSTANT = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:\d{2})$/;
 
 export const badQuery = (field: string, value: string) =>
   new ChronofenceError(ErrorCode.InvalidRequest, `invalid query parameter ${field}`, {
@@ -16,48 +29,58 @@ export const notFound = (what: string, id: string) =>
     details: { id: id.slice(0, 64) },
   });
 
-/** An integer in [min, max], or `fallback` when absent. */
-export function intParam(
-  params: URLSearchParams,
-  name: string,
-  min: number,
-  max: number,
-  fallback: number,
-): number {
-  const raw = params.get(name);
-  if (raw === null) return fallback;
-  const value = Number(raw);
-  if (!/^\d{1,9}$/.test(raw) || value < min || value > max) throw badQuery(name, raw);
-  return value;
-}
+/** `schema`, or absent when the parameter is missing or empty. */
+export const blankIsAbsent = <T extends z.ZodType<unknown, string>>(schema: T) =>
+  z.union([z.literal("").transform(() => undefined), schema]).optional();
 
-export function uuidParam(params: URLSearchParams, name: string): string | undefined {
-  const raw = params.get(name);
-  if (raw === null || raw === "") return undefined;
-  if (!UUID.test(raw)) throw badQuery(name, raw);
-  return raw.toLowerCase();
-}
+/** A whole number in [min, max] (digits only, at most 9), `fallback` when missing. */
+export const intQuery = (min: number, max: number, fallback: number) =>
+  z
+    .string()
+    .regex(/^\d{1,9}$/)
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max))
+    .default(fallback);
 
-/** An RFC 3339 instant with an offset (as run_at is given at submission), as epoch ms. */
-export function instantParam(params: URLSearchParams, name: string): number | undefined {
-  const raw = params.get(name);
-  if (raw === null || raw === "") return undefined;
-  const valid = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:\d{2})$/;
-  const ms = Date.parse(raw);
-  if (!valid.test(raw) || Number.isNaN(ms)) throw badQuery(name, raw);
-  return ms;
-}
+/** One of `values`. */
+export const enumQuery = <const T extends readonly [string, ...string[]]>(values: T) =>
+  blankIsAbsent(z.enum(values));
 
-/** One of `allowed`, or undefined when absent. */
-export function enumParam<T extends string>(
-  params: URLSearchParams,
-  name: string,
-  allowed: readonly T[],
-): T | undefined {
-  const raw = params.get(name);
-  if (raw === null || raw === "") return undefined;
-  if (!allowed.includes(raw as T)) throw badQuery(name, raw);
-  return raw as T;
+/** A UUID in any case, as lowercase. */
+export const uuidQuery = () =>
+  blankIsAbsent(
+    z
+      .string()
+      .regex(UUID)
+      .transform((id) => id.toLowerCase()),
+  );
+
+/** An RFC 3339 instant with an offset, as epoch ms. */
+export const instantQuery = () =>
+  blankIsAbsent(
+    z
+      .string()
+      .regex(INSTANT)
+      .transform((text, ctx) => {
+        const ms = Date.parse(text);
+        if (!Number.isNaN(ms)) return ms;
+        ctx.addIssue({ code: "custom", message: "not an instant" });
+        return z.NEVER;
+      }),
+  );
+
+/** The query string parsed by `schema` (an object of the schemas above); 400 at the first bad parameter. */
+export function parseQuery<S extends z.ZodObject>(schema: S, query: string): z.output<S> {
+  const params = new URLSearchParams(query);
+  const input: Record<string, string> = {};
+  for (const name of Object.keys(schema.shape)) {
+    const value = params.get(name);
+    if (value !== null) input[name] = value;
+  }
+  const parsed = schema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const field = String(parsed.error.issues[0]?.path[0] ?? "");
+  throw badQuery(field, input[field] ?? "");
 }
 
 /** The creation instant a UUIDv7 carries in its first 48 bits. */

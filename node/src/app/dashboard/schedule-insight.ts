@@ -12,7 +12,8 @@ import { offsetMsAt } from "../../domain/time-zone.js";
 import { deadMansSwitch } from "../../domain/watchdog.js";
 import type { Clock } from "../../ports/clock.js";
 import type { ScheduleService } from "../schedules/schedules.js";
-import { intParam } from "./query-params.js";
+import { UpcomingQuery } from "./dashboard-requests.js";
+import { parseQuery } from "./query-params.js";
 
 /** Enough history for the switch: the watchdog reads 20 plus what is planned ahead. */
 const HISTORY = 100;
@@ -45,7 +46,7 @@ export class ScheduleInsightService {
   ) {}
 
   async get(principal: Principal, id: string, query: string): Promise<ScheduleInsight> {
-    const count = intParam(new URLSearchParams(query), "count", 1, 50, 5);
+    const { count } = parseQuery(UpcomingQuery, query);
     const { schedule, history } = await this.schedules.get(principal, id, String(HISTORY));
     const nowMs = this.clock.nowMs();
     const cron = CronSchedule.parse(schedule.expression, schedule.timeZone);

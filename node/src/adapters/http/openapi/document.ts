@@ -12,6 +12,7 @@
  */
 import { z } from "zod";
 import type { Route } from "../exchange.js";
+import { DASHBOARD_OPERATIONS, DASHBOARD_UI_OPERATIONS } from "./dashboard-operations.js";
 import { type Answer, ERROR_MEANINGS, type Operation } from "./operation.js";
 import {
   OPERATIONS_OPERATIONS,
@@ -27,6 +28,8 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
   ...TASK_OPERATIONS,
   ...WORKFLOW_OPERATIONS,
   ...SCHEDULE_OPERATIONS,
+  ...DASHBOARD_OPERATIONS,
+  ...DASHBOARD_UI_OPERATIONS,
   ...OPERATIONS_OPERATIONS,
   ...REFERENCE_OPERATIONS,
 };
@@ -82,20 +85,35 @@ export function openApiDocument(
       ...info,
       description:
         "Chronofence's HTTP API. Every /v1 call needs `Authorization: Bearer <api key>` and is " +
-        "scoped to the key's tenant. docs/api.md in the repository has the long form.",
+        "scoped to the key's tenant, except GET /v1/cluster, which takes the operator's token " +
+        "(CF_ADMIN_TOKEN). docs/api.md in the repository has the long form, docs/dashboard.md " +
+        "that of the dashboard's routes.",
     },
     tags: [
       { name: "tasks", description: "Submit, read, list, cancel and replay tasks." },
       { name: "executions", description: "The fenced worker protocol, for workers outside Node." },
       { name: "workflows", description: "DAGs of tasks with trigger rules." },
       { name: "schedules", description: "Cron schedules." },
+      {
+        name: "dashboard",
+        description:
+          "What the web dashboard (/ui) reads beyond the routes above, the watchdog's alert " +
+          "reports, and the operator's cluster view.",
+      },
       { name: "operations", description: "Health, readiness, metrics." },
       { name: "reference", description: "This document and its reference page." },
     ],
     paths,
     components: {
       schemas: components.schemas,
-      securitySchemes: { apiKey: { type: "http", scheme: "bearer", description: "cfk_..." } },
+      securitySchemes: {
+        apiKey: { type: "http", scheme: "bearer", description: "A tenant's API key, cfk_..." },
+        operatorToken: {
+          type: "http",
+          scheme: "bearer",
+          description: "The operator's token, CF_ADMIN_TOKEN of the API role (not an API key).",
+        },
+      },
     },
   };
 }
@@ -123,7 +141,10 @@ function describe(operation: Operation, components: Components): Record<string, 
   }
   for (const status of operation.errors) {
     responses[String(status)] = response(
-      { description: ERROR_MEANINGS[status] ?? "An error.", schema: ErrorBody },
+      {
+        description: operation.errorMeanings?.[status] ?? ERROR_MEANINGS[status] ?? "An error.",
+        schema: ErrorBody,
+      },
       components,
     );
   }
@@ -145,7 +166,7 @@ function describe(operation: Operation, components: Components): Record<string, 
       },
     }),
     responses,
-    security: operation.authenticated ? [{ apiKey: [] }] : [],
+    security: operation.authenticated ? [{ [operation.credential ?? "apiKey"]: [] }] : [],
   };
 }
 
@@ -154,10 +175,11 @@ function response(answer: Answer, components: Components): Record<string, unknow
     name,
     { description, schema: { type: "string" } },
   ]);
+  const types = answer.contentType === undefined ? [] : [answer.contentType].flat();
   const content = answer.schema
     ? { "application/json": { schema: components.ref(answer.schema, "output") } }
-    : answer.contentType
-      ? { [answer.contentType]: { schema: { type: "string" } } }
+    : types.length > 0
+      ? Object.fromEntries(types.map((type) => [type, { schema: { type: "string" } }]))
       : undefined;
   return {
     description: answer.description,

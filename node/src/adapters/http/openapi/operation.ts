@@ -7,7 +7,14 @@
  */
 import type { z } from "zod";
 
-export type Tag = "tasks" | "executions" | "workflows" | "schedules" | "operations" | "reference";
+export type Tag =
+  | "tasks"
+  | "executions"
+  | "workflows"
+  | "schedules"
+  | "dashboard"
+  | "operations"
+  | "reference";
 
 export interface QueryParameter {
   name: string;
@@ -19,8 +26,8 @@ export interface Answer {
   description: string;
   /** A JSON body (application/json), as this zod schema's output. */
   schema?: z.ZodType;
-  /** Any other body: its media type (text/html, text/plain, ...), a string. */
-  contentType?: string;
+  /** Any other body: its media type (text/html, text/plain, ...), or the types it can be; a string. */
+  contentType?: string | readonly string[];
   /** Response headers worth naming, with what they say. */
   headers?: Record<string, string>;
 }
@@ -32,6 +39,8 @@ export interface Operation {
   description?: string;
   /** False for the routes without an API key (health, metrics, the reference). */
   authenticated: boolean;
+  /** The bearer token, when it is not a tenant's API key: the operator's (CF_ADMIN_TOKEN). */
+  credential?: "operatorToken";
   /** One description per `{param}` of the path. */
   pathParameters?: Record<string, string>;
   query?: QueryParameter[];
@@ -41,6 +50,24 @@ export interface Operation {
   ok: Record<number, Answer>;
   /** Error statuses this route can answer (each with the Error body). */
   errors: readonly number[];
+  /** What a status means here, where ERROR_MEANINGS would say it wrong. */
+  errorMeanings?: Readonly<Record<number, string>>;
+}
+
+/**
+ * The query parameters of a route that validates its query with `schema`
+ * (an object of one schema per parameter, as app/dashboard/query-params.ts
+ * builds them): each parameter is described by its own validating schema.
+ */
+export function queryOf<S extends z.ZodObject>(
+  schema: S,
+  descriptions: { readonly [K in keyof S["shape"] & string]: string },
+): QueryParameter[] {
+  return Object.entries(schema.shape).map(([name, field]) => ({
+    name,
+    description: descriptions[name as keyof S["shape"] & string],
+    schema: field as z.ZodType,
+  }));
 }
 
 /** What each error status means, for every operation that lists it. */

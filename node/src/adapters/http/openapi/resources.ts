@@ -7,9 +7,10 @@
  * present-workflow.ts, schedule-routes.ts) that adds, drops or retypes a
  * field fails a test until this file says the same.
  *
- * Request bodies are not here: they are the validating schemas of the
- * domain (TaskSubmission, WorkflowSubmission, ScheduleCreate, SchedulePatch)
- * and of execution-routes.ts.
+ * The dashboard's answers are in dashboard-resources.ts. Request bodies
+ * are not here: they are the validating schemas of the domain
+ * (TaskSubmission, WorkflowSubmission, ScheduleCreate, SchedulePatch), of
+ * execution-routes.ts and of app/dashboard/dashboard-requests.ts.
  */
 import { z } from "zod";
 import { ErrorCode } from "../../../domain/errors.js";
@@ -17,16 +18,20 @@ import { MISFIRE_POLICIES, OVERLAP_POLICIES } from "../../../domain/schedule.js"
 import { BACKOFF_STRATEGIES, PRIORITIES, TASK_STATUSES } from "../../../domain/task.js";
 import { TRIGGER_RULES } from "../../../domain/workflow-trigger.js";
 
-const instant = z.iso.datetime().describe("RFC 3339, UTC, milliseconds");
-const count = z.number().int().min(0);
-const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
-const status = z.enum(TASK_STATUSES);
+// The parts every answer is made of (dashboard-resources.ts uses them too).
+export const instant = z.iso.datetime().describe("RFC 3339, UTC, milliseconds");
+export const count = z.number().int().min(0);
+export const uuid = z
+  .string()
+  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+export const status = z.enum(TASK_STATUSES);
 const backoff = z.strictObject({
   strategy: z.enum(BACKOFF_STRATEGIES),
   base_ms: count,
   max_ms: count,
 });
-const cursor = z
+export const workflowStatus = z.enum(["RUNNING", "COMPLETED", "FAILED", "CANCELLED"]);
+export const cursor = z
   .string()
   .nullable()
   .describe("Pass as `cursor` for the next page; null on the last page.");
@@ -95,7 +100,7 @@ export const BatchResult = z
 export const WorkflowResource = z
   .strictObject({
     id: uuid,
-    status: z.enum(["RUNNING", "COMPLETED", "FAILED", "CANCELLED"]),
+    status: workflowStatus,
     fail_fast: z.boolean(),
     node_count: count,
     pending_nodes: count,
