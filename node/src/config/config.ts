@@ -199,6 +199,12 @@ const schema = z.object({
   watchdogCheckIntervalMs: intFromEnv(50, 3_600_000).default(5000),
   /** CF_WATCHDOG_WEBHOOK_URL: alerts (firing and resolved) are POSTed here as JSON. */
   watchdogWebhookUrl: z.url().optional(),
+  /**
+   * CF_CLOCK_OFFSET_MS: added to this process's wall clock (never to its monotonic one), for
+   * fault injection: the chaos harness (bench/chaos) starts a node with a skewed clock. 0 in
+   * production; a node whose clock runs ahead fires tasks early by as much (docs/evidence.md).
+   */
+  clockOffsetMs: z.coerce.number().int().min(-DAY_MS).max(DAY_MS).default(0),
   /** LOG_LEVEL */
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -290,6 +296,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   watchdogCanaryDeadlineMs: "CF_WATCHDOG_CANARY_DEADLINE_MS",
   watchdogCheckIntervalMs: "CF_WATCHDOG_CHECK_INTERVAL_MS",
   watchdogWebhookUrl: "CF_WATCHDOG_WEBHOOK_URL",
+  clockOffsetMs: "CF_CLOCK_OFFSET_MS",
   logLevel: "LOG_LEVEL",
 };
 
