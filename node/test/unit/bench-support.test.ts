@@ -6,7 +6,14 @@ describe("maxOf (the benchmarks' largest-value helper)", () => {
     const values = Array.from({ length: 500_000 }, (_, i) => i);
     expect(() => Math.max(...values)).toThrow(RangeError);
     expect(maxOf(values)).toBe(499_999);
-    expect(maxOf(new Map([["a", 3], ["b", 7]]).values())).toBe(7);
+    expect(
+      maxOf(
+        new Map([
+          ["a", 3],
+          ["b", 7],
+        ]).values(),
+      ),
+    ).toBe(7);
     expect(maxOf([])).toBe(Number.NEGATIVE_INFINITY);
   });
 });
