@@ -6,7 +6,8 @@
  * LAST line of stdout: one JSON object with at least `acked`, `faults`,
  * `violations` and `invariants`). Exit code 1 when any invariant is
  * violated, 2 when the run itself failed. `--measure` runs the recovery
- * objectives instead (measure.ts; the same as `npm run chaos:measure`).
+ * objectives instead (measure.ts; the same as `npm run chaos:measure`), with
+ * `--trials N` (default 5).
  *
  *   --minutes M      workload duration (default 5)
  *   --seed S         decides the fault plan and the workload (default: from the clock, printed)
@@ -15,6 +16,7 @@
  *   --quiesce-s N    longest wait for every task to finish after the workload (default 180)
  *   --out DIR        where the reports go (default .cache/chaos-results)
  *   --keep           keep the run directory (process logs, handler records)
+ *   --set NAME=VALUE environment of every Chronofence process (repeatable), e.g. --set CF_DISPATCH_TIMEOUT_MS=15000
  */
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -36,6 +38,7 @@ const { values: args } = parseArgs({
     keep: { type: "boolean", default: false },
     measure: { type: "boolean", default: false },
     trials: { type: "string" },
+    set: { type: "string", multiple: true },
   },
   allowPositionals: false,
 });
@@ -47,9 +50,22 @@ function positive(name: string, value: string | undefined): number {
   return n;
 }
 
+function parseSettings(pairs: readonly string[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of pairs) {
+    const match = /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(pair);
+    if (!match) throw new Error(`--set ${pair}: expected NAME=VALUE`);
+    env[match[1]!] = match[2]!;
+  }
+  return env;
+}
+
 async function main(): Promise<number> {
   undoOnSignals();
-  if (args.measure) throw new Error("--measure: not yet");
+  if (args.measure) {
+    const { measureMain } = await import("./measure.js");
+    return measureMain(args.trials, args.json, path.resolve(args.out));
+  }
   const seed = args.seed === undefined ? Date.now() % 1_000_000 : Number(args.seed);
   if (!Number.isInteger(seed) || seed < 0) throw new Error(`--seed must be a non-negative integer`);
   const log = (line: string) => process.stderr.write(`chaos: ${line}\n`);
@@ -62,6 +78,7 @@ async function main(): Promise<number> {
     quiesceS: positive("quiesce-s", args["quiesce-s"]),
     outDir: path.resolve(args.out),
     keep: args.keep,
+    env: parseSettings(args.set ?? []),
     log,
   });
   log(`report: ${files.markdown} (JSON ${files.json}, history ${files.history})`);

@@ -77,7 +77,11 @@ const nothingLost: Rule = (h, { rows }) => {
 
 /** No execution started before its task's run_at. */
 const noEarlyExecution: Rule = (h) => {
-  const runAt = new Map(h.submitted.map((t) => [t.taskId, t.runAtMs]));
+  // The first acknowledgement's run_at: an idempotent replay answers with the task as it is
+  // now, whose run_at a retry may have moved later.
+  const runAt = new Map<string, number>();
+  for (const t of h.submitted)
+    runAt.set(t.taskId, Math.min(t.runAtMs, runAt.get(t.taskId) ?? Number.POSITIVE_INFINITY));
   // A cron task was submitted by the planner: its first run_at is the one it was inserted with
   // (a retry moves the row's run_at later), or else its occurrence, which jitter only delays.
   const inserted = new Map<string, number>();

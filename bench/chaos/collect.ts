@@ -9,7 +9,7 @@ import path from "node:path";
 import type { Execution, History } from "./history.js";
 import { readTasks, readTransitions } from "./observe.js";
 import { reconcileOnce } from "./reconcile-once.js";
-import type { Topology } from "./topology.js";
+import { REDIS_PREFIX, type Topology } from "./topology.js";
 import type { Workload } from "./workload.js";
 
 interface StartLine {
@@ -74,7 +74,7 @@ export async function collectHistory(
   workload: Workload,
 ): Promise<{ history: History; reconcile: unknown }> {
   const before = await topology.withDb(readTasks);
-  const reconcile = await reconcileOnce(topology.databaseUrl, topology.redis.url, "chaos");
+  const reconcile = await reconcileOnce(topology.databaseUrl, topology.redis.url, REDIS_PREFIX);
   const after = await topology.withDb(readTasks);
   const transitions = await topology.withDb(readTransitions);
   const record = workload.record();

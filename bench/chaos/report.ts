@@ -17,6 +17,7 @@ import type { RequestRecord } from "./client.js";
 import type { Execution, History, Transition } from "./history.js";
 import type { FaultRecord } from "./nemesis.js";
 import type { Crash } from "./processes.js";
+import type { TimelinePoint } from "./timeline.js";
 
 /** After a heal, runs due this long still count as "during the fault" (the system recovering). */
 export const SETTLE_MS = 5000;
@@ -47,6 +48,7 @@ export interface ChaosReport {
   lateness: { during_faults: LatenessSummary; outside_faults: LatenessSummary };
   duplicates: { total: number; by_cause: Record<string, number> };
   reconcile_pass: unknown;
+  timeline: TimelinePoint[];
 }
 
 export interface RunFacts {
@@ -63,6 +65,7 @@ export interface RunFacts {
   notSent: number;
   quiesced: boolean;
   reconcile: unknown;
+  timeline: readonly TimelinePoint[];
 }
 
 /** The run_at each token was armed with (the arm transition carries it). */
@@ -125,14 +128,11 @@ export function duplicatesByCause(history: History): {
       if (prev.outcome === "threw") continue; // a retry the workload asked for
       const lo = BigInt(prev.fencingToken);
       const hi = BigInt(next.fencingToken);
-      const taken = (transitionsOf.get(taskId) ?? []).find(
-        (t) =>
-          t.fencingToken &&
-          BigInt(t.fencingToken) > lo &&
-          BigInt(t.fencingToken) <= hi &&
-          (t.from === "RUNNING" || t.from === "ARMED" || t.from === "DEAD"),
+      const between = (transitionsOf.get(taskId) ?? []).filter(
+        (t) => t.fencingToken && BigInt(t.fencingToken) > lo && BigInt(t.fencingToken) <= hi,
       );
-      if (taken?.from === "DEAD") continue; // a replay
+      if (between.some((t) => t.from === "DEAD")) continue; // a replay asked for it
+      const taken = between.find((t) => t.from === "RUNNING" || t.from === "ARMED");
       const cause = lo === hi ? "same_token" : causeOf(taken);
       byCause[cause] = (byCause[cause] ?? 0) + 1;
       total++;
@@ -179,6 +179,7 @@ export function buildReport(f: RunFacts): ChaosReport {
     lateness: latenessAroundFaults(f.history, f.faults),
     duplicates: duplicatesByCause(f.history),
     reconcile_pass: f.reconcile,
+    timeline: [...f.timeline],
   };
 }
 
@@ -240,6 +241,31 @@ export function renderMarkdown(r: ChaosReport): string {
     row(["cause", "count"]),
     row(["---", "---"]),
     ...Object.entries(r.duplicates.by_cause).map(([c, n]) => row([c, n])),
+    "",
+    "## Timeline",
+    "",
+    "Pending = not terminal; lag = envelopes not committed by the worker groups (critical/standard/bulk/overdue).",
+    "",
+    row(["time", "pending", "ARMED", "RUNNING", "lag", "members", "processes up"]),
+    row(["---", "---", "---", "---", "---", "---", "---"]),
+    ...r.timeline.map((p) => {
+      const s = p.statuses ?? {};
+      const pending = ["WAITING", "SCHEDULED", "ARMED", "RUNNING"].reduce(
+        (n, k) => n + (s[k] ?? 0),
+        0,
+      );
+      const queues = ["critical", "standard", "bulk", "overdue"];
+      const k = p.kafka;
+      return row([
+        new Date(p.atMs).toISOString().slice(11, 19),
+        p.statuses ? pending : "?",
+        s.ARMED ?? 0,
+        s.RUNNING ?? 0,
+        k ? queues.map((q) => k[q]?.lag ?? "?").join("/") : "?",
+        k ? queues.map((q) => k[q]?.members ?? "?").join("/") : "?",
+        p.alive,
+      ]);
+    }),
     "",
     "## Tasks and requests",
     "",

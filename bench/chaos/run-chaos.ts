@@ -22,10 +22,12 @@ import { check } from "./checker.js";
 import { onCleanup, undoAll } from "./cleanup.js";
 import { ChaosClient } from "./client.js";
 import { collectHistory } from "./collect.js";
+import { diagnostics } from "./diagnose.js";
 import { Nemesis } from "./nemesis.js";
 import { type FaultKind, planFaults } from "./nemesis-plan.js";
 import { Random } from "./random.js";
 import { buildReport, type ChaosReport, renderMarkdown } from "./report.js";
+import { Timeline } from "./timeline.js";
 import { LEASE_MS, startTopology, type Topology } from "./topology.js";
 import { Workload } from "./workload.js";
 
@@ -38,6 +40,8 @@ export interface ChaosOptions {
   outDir: string;
   /** Keep the run directory (process logs, handler records, Postgres data). */
   keep: boolean;
+  /** Environment overrides for every Chronofence process (`--set NAME=VALUE`). */
+  env?: Record<string, string>;
   log: (line: string) => void;
 }
 
@@ -64,11 +68,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
 async function runIn(dir: string, o: ChaosOptions): Promise<ChaosResult> {
   const random = new Random(o.seed);
   o.log(`starting Postgres, Redis, Kafka and 8 Chronofence processes under ${dir}`);
-  const topology = await startTopology({ dir });
+  const topology = await startTopology({ dir, ...(o.env && { env: o.env }) });
   const client = new ChaosClient(topology.apiUrls, random.fork("client"));
   const keys = topology.tenants.map((t) => t.apiKey);
   const workload = new Workload(client, random.fork("workload"), o.ratePerS, keys);
   await workload.createSchedules();
+  const timeline = new Timeline(topology);
+  timeline.start();
 
   const durationMs = Math.round(o.minutes * 60_000);
   const names = (kind: "api" | "dispatch" | "worker") => topology.ofKind(kind).map((p) => p.name);
@@ -96,6 +102,13 @@ async function runIn(dir: string, o: ChaosOptions): Promise<ChaosResult> {
   await workload.pauseSchedules();
   const quiesced = await quiesce(topology, o.quiesceS * 1000, o.log);
   o.log(quiesced ? "quiesced; stopping every process" : "NOT quiesced; stopping every process");
+  await mkdir(o.outDir, { recursive: true });
+  const base = path.join(
+    o.outDir,
+    `chaos-seed${o.seed}-${new Date(startedAtMs).toISOString().replace(/[:.]/g, "")}`,
+  );
+  await writeFile(`${base}.diagnostics.txt`, await diagnostics(topology));
+  await timeline.stop();
   for (const p of topology.processes) p.unsupervise();
   await Promise.all(topology.processes.map((p) => p.terminate()));
 
@@ -116,12 +129,8 @@ async function runIn(dir: string, o: ChaosOptions): Promise<ChaosResult> {
     notSent: record.notSent,
     quiesced,
     reconcile,
+    timeline: timeline.points,
   });
-  await mkdir(o.outDir, { recursive: true });
-  const base = path.join(
-    o.outDir,
-    `chaos-seed${o.seed}-${new Date(startedAtMs).toISOString().replace(/[:.]/g, "")}`,
-  );
   const files = { json: `${base}.json`, markdown: `${base}.md`, history: `${base}.history.json` };
   await writeFile(files.json, `${JSON.stringify(report, null, 2)}\n`);
   await writeFile(files.markdown, renderMarkdown(report));

@@ -40,29 +40,40 @@ import {
   startOwnRedis,
 } from "./services.js";
 
-/** Short leases and quick repairs; the nemesis's pauses outlast LEASE_MS. */
+/**
+ * Short leases and quick repairs, so that a few minutes see many failovers,
+ * re-arms and expiries; the nemesis's pauses outlast LEASE_MS. The dispatch
+ * timeout stays well above the workers' backlog under the default load: a
+ * re-arm republishes, and on an overloaded machine a timeout shorter than the
+ * backlog fills the queues with envelopes the workers can only refuse
+ * (docs/evidence.md, findings). `--set NAME=VALUE` overrides any of them.
+ */
 export const CHAOS_TIMINGS: Record<string, string> = {
   CF_LEASE_TTL_MS: "6000",
   CF_LEASE_HEARTBEAT_MS: "1000",
   CF_LEASE_SAFETY_MARGIN_MS: "1500",
   CF_CLAIM_TTL_MS: "10000",
-  CF_DISPATCH_TIMEOUT_MS: "15000",
+  CF_DISPATCH_TIMEOUT_MS: "30000",
   CF_DISPATCH_DRAIN_MS: "2000",
   CF_PRELOAD_INTERVAL_MS: "2000",
   CF_RECONCILE_INTERVAL_MS: "1000",
   CF_PLAN_INTERVAL_MS: "500",
-  CF_WORKER_LEASE_MS: "5000",
-  CF_WORKER_HEARTBEAT_MS: "1000",
+  CF_WORKER_LEASE_MS: "8000",
+  CF_WORKER_HEARTBEAT_MS: "2000",
   CF_WORKER_SESSION_TIMEOUT_MS: "6000",
   CF_WORKER_RETRY_BASE_MS: "100",
   CF_DRAIN_TIMEOUT_MS: "5000",
   CF_REQUEST_TIMEOUT_MS: "8000",
   CF_PG_STATEMENT_TIMEOUT_MS: "5000",
+  CF_PG_CONNECT_TIMEOUT_MS: "5000",
   CF_AUTH_CACHE_TTL_MS: "60000",
 };
-export const LEASE_MS = 6000;
+/** The longest lease a pause must outlast: the worker's execution lease (shard leases are 6 s). */
+export const LEASE_MS = 8000;
 
 export const DATABASE = "chaos";
+export const REDIS_PREFIX = "chaos";
+export const TOPIC_PREFIX = "chaos.";
 const NODES = 3;
 
 export interface TopologyOptions {
@@ -170,8 +181,8 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
     DATABASE_URL: `postgres://postgres@127.0.0.1:${pgProxies[node - 1]!.port}/${DATABASE}`,
     REDIS_URL: `redis://127.0.0.1:${redisProxies[node - 1]!.port}`,
     KAFKA_BROKERS: `127.0.0.1:${kafkaProxies[node - 1]!.port}`,
-    CF_REDIS_PREFIX: "chaos",
-    CF_TOPIC_PREFIX: "chaos.",
+    CF_REDIS_PREFIX: REDIS_PREFIX,
+    CF_TOPIC_PREFIX: TOPIC_PREFIX,
     CF_KAFKA_PARTITIONS: "3",
     CF_HORIZON_DAYS: "7",
     CF_RETENTION_DAYS: "2",
@@ -182,7 +193,6 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
     CF_WORKER_CONCURRENCY_STANDARD: "64",
     CF_WORKER_CONCURRENCY_BULK: "32",
     CF_WORKER_CONCURRENCY_OVERDUE: "32",
-    CF_WORKER_PG_POOL_SIZE: "2",
     CHAOS_EXEC_DIR: execDir,
     HOST: "127.0.0.1",
     LOG_LEVEL: "warn",

@@ -351,4 +351,14 @@ describe("the chaos checker", () => {
     };
     expect(failing(inserted)).toEqual(["no_early_execution"]);
   });
+
+  it("judges a task by its first acknowledgement's run_at, not a later replay's", () => {
+    const h = clean();
+    // The resubmit of k1 answered after t1 was retried, with the retry's later run_at.
+    const replayed = {
+      ...h,
+      submitted: h.submitted.map((t, i) => (i === 1 ? { ...t, runAtMs: 1500 } : t)),
+    };
+    expect(failing(replayed)).toEqual([]);
+  });
 });
