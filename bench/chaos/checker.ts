@@ -9,6 +9,7 @@
  * whose lease it lost); what is not allowed is two runs under one fencing
  * token, a commit of a token that was not the last, or anything early.
  */
+import { dagOrder, dagOutcome } from "./dag-rules.js";
 import type { Execution, History, TaskRow } from "./history.js";
 
 export interface Verdict {
@@ -21,11 +22,13 @@ export interface Verdict {
 }
 
 const MAX_EXAMPLES = 10;
-const TERMINAL = new Set(["COMPLETED", "DEAD", "CANCELLED", "SKIPPED"]);
+export const TERMINAL: ReadonlySet<string> = new Set(["COMPLETED", "DEAD", "CANCELLED", "SKIPPED"]);
+/** Cancel answers that say what happened; any other (no answer, 5xx) may or may not have committed. */
+const KNOWN_CANCEL_ANSWERS = new Set([200, 404, 409]);
 
-type Rule = (h: History, index: Index) => string[];
+export type Rule = (h: History, index: Index) => string[];
 
-interface Index {
+export interface Index {
   rows: Map<string, TaskRow>;
   executionsOf: Map<string, Execution[]>;
 }
@@ -41,9 +44,16 @@ function indexOf(h: History): Index {
   return { rows, executionsOf };
 }
 
-/** Every acknowledged task is terminal as its intent says (or was cancelled, or skipped by its DAG). */
+/**
+ * Every acknowledged task is terminal as its intent says (or was cancelled, or
+ * skipped by its DAG). A cancel whose answer never came may have committed:
+ * its task may be CANCELLED too.
+ */
 const nothingLost: Rule = (h, { rows }) => {
   const cancelled = new Set(h.cancels.filter((c) => c.status === 200).map((c) => c.taskId));
+  const maybeCancelled = new Set(
+    h.cancels.filter((c) => !KNOWN_CANCEL_ANSWERS.has(c.status)).map((c) => c.taskId),
+  );
   const problems: string[] = [];
   for (const task of h.submitted) {
     const row = rows.get(task.taskId);
@@ -58,6 +68,7 @@ const nothingLost: Rule = (h, { rows }) => {
         : task.intent === "fail_always"
           ? ["DEAD"]
           : ["COMPLETED"];
+    if (maybeCancelled.has(task.taskId)) expected.push("CANCELLED");
     if (!expected.includes(row.status))
       problems.push(`task ${task.taskId} is ${row.status}, expected ${expected.join(" or ")}`);
   }
@@ -66,8 +77,20 @@ const nothingLost: Rule = (h, { rows }) => {
 
 /** No execution started before its task's run_at. */
 const noEarlyExecution: Rule = (h) => {
-  const runAt = new Map(h.submitted.map((t) => [t.taskId, t.runAtMs]));
-  for (const row of h.tasks) if (row.scheduleId !== null) runAt.set(row.id, row.runAtMs);
+  // The first acknowledgement's run_at: an idempotent replay answers with the task as it is
+  // now, whose run_at a retry may have moved later.
+  const runAt = new Map<string, number>();
+  for (const t of h.submitted)
+    runAt.set(t.taskId, Math.min(t.runAtMs, runAt.get(t.taskId) ?? Number.POSITIVE_INFINITY));
+  // A cron task was submitted by the planner: its first run_at is the one it was inserted with
+  // (a retry moves the row's run_at later), or else its occurrence, which jitter only delays.
+  const inserted = new Map<string, number>();
+  for (const t of h.transitions)
+    if (t.from === "" && t.runAtMs !== undefined && !inserted.has(t.taskId))
+      inserted.set(t.taskId, t.runAtMs);
+  for (const row of h.tasks)
+    if (row.scheduleId !== null)
+      runAt.set(row.id, inserted.get(row.id) ?? row.scheduledForMs ?? row.runAtMs);
   const problems: string[] = [];
   for (const e of h.executions) {
     const dueMs = runAt.get(e.taskId);
@@ -75,6 +98,30 @@ const noEarlyExecution: Rule = (h) => {
     if (dueMs !== undefined && e.startedAtMs < dueMs)
       problems.push(
         `task ${e.taskId} token ${e.fencingToken} started at ${e.startedAtMs}, ${dueMs - e.startedAtMs} ms before its run_at`,
+      );
+  }
+  return problems;
+};
+
+/**
+ * Each run started no earlier than the run_at its token was armed with (a
+ * retry's backoff, a released DAG node's delay): the transition that gave
+ * the task that token, to ARMED, carries the due instant. Stronger than the
+ * rule above, which knows only the first run_at.
+ */
+const noEarlyAttempt: Rule = (h) => {
+  const armedDue = new Map<string, number>();
+  for (const t of h.transitions)
+    if (t.to === "ARMED" && t.fencingToken && t.runAtMs !== undefined)
+      armedDue.set(`${t.taskId}/${t.fencingToken}`, t.runAtMs);
+  const problems: string[] = [];
+  for (const e of h.executions) {
+    const dueMs = armedDue.get(`${e.taskId}/${e.fencingToken}`);
+    if (dueMs === undefined)
+      problems.push(`task ${e.taskId} ran under token ${e.fencingToken}, which was never armed`);
+    else if (e.startedAtMs < dueMs)
+      problems.push(
+        `task ${e.taskId} token ${e.fencingToken} started at ${e.startedAtMs}, ${dueMs - e.startedAtMs} ms before the run_at it was armed with`,
       );
   }
   return problems;
@@ -131,39 +178,6 @@ const cronOccurrences: Rule = (h) => {
     const ids = byOccurrence.get(`${o.scheduleId}@${o.scheduledForMs}`) ?? [];
     const ran = ids.some((id) => h.tasks.find((t) => t.id === id)?.status === "COMPLETED");
     if (!ran) problems.push(`occurrence ${o.scheduleId}@${o.scheduledForMs} never completed`);
-  }
-  return problems;
-};
-
-/** No DAG node started before its parents finished as its trigger rule requires. */
-const dagOrder: Rule = (h, { rows, executionsOf }) => {
-  const byKey = new Map(h.workflowNodes.map((n) => [`${n.workflowId}/${n.key}`, n]));
-  const problems: string[] = [];
-  for (const node of h.workflowNodes) {
-    const firstStart = Math.min(...(executionsOf.get(node.taskId) ?? []).map((e) => e.startedAtMs));
-    if (!Number.isFinite(firstStart)) continue;
-    const parents = node.dependsOn.map((k) => byKey.get(`${node.workflowId}/${k}`)!);
-    const finished = parents.map((p) => ({ row: rows.get(p.taskId), key: p.key }));
-    const done = finished.filter(
-      (p) => p.row && p.row.finishedAtMs !== null && p.row.finishedAtMs <= firstStart,
-    );
-    const succeeded = done.filter((p) => p.row!.status === "COMPLETED").length;
-    const failed = done.filter((p) => p.row!.status === "DEAD").length;
-    const allDone = done.length === parents.length;
-    const allowed =
-      node.triggerRule === "all_success"
-        ? allDone && succeeded === parents.length
-        : node.triggerRule === "all_done"
-          ? allDone
-          : node.triggerRule === "one_success"
-            ? succeeded >= 1
-            : node.triggerRule === "one_failed"
-              ? failed >= 1
-              : allDone && failed === 0;
-    if (!allowed)
-      problems.push(
-        `workflow ${node.workflowId} node ${node.key} (${node.triggerRule}) started at ${firstStart} before its parents allowed it`,
-      );
   }
   return problems;
 };
@@ -227,10 +241,12 @@ const reconcilerIdempotent: Rule = (h) => {
 export const RULES: ReadonlyArray<[string, Rule]> = [
   ["nothing_lost", nothingLost],
   ["no_early_execution", noEarlyExecution],
+  ["no_early_attempt", noEarlyAttempt],
   ["one_execution_per_token", oneExecutionPerToken],
   ["last_token_commits", lastTokenCommits],
   ["cron_once_and_at_least_once", cronOccurrences],
   ["dag_order", dagOrder],
+  ["dag_outcome", dagOutcome],
   ["cancelled_never_ran", cancelledNeverRan],
   ["one_task_per_idempotency_key", oneTaskPerKey],
   ["terminal_stays_terminal", terminalStaysTerminal],

@@ -24,7 +24,11 @@ export interface SubmittedTask {
 export interface CancelRequest {
   taskId: string;
   sentAtMs: number;
-  /** The API's answer: 200 cancelled, 409 too late (running or terminal), anything else unknown. */
+  /**
+   * The API's answer: 200 cancelled, 409 too late (running or terminal), 0 no
+   * answer (the connection failed); anything but 200, 404 and 409 leaves the
+   * outcome unknown: the cancel may or may not have committed.
+   */
   status: number;
   /** The task's status in the 200 or 409 answer. */
   taskStatus: string | null;
@@ -39,6 +43,12 @@ export interface Execution {
   startedAtMs: number;
   /** When the handler returned (or threw); null if its process died first. */
   finishedAtMs: number | null;
+  /**
+   * "ok" it returned; "threw" it failed on purpose (the workload's intent);
+   * "aborted" its signal fired (timeout, lease lost, worker stopping); null
+   * or absent: it never finished (its process died or the run ended first).
+   */
+  outcome?: "ok" | "threw" | "aborted" | null;
 }
 
 /** A workflow node's dependencies, as submitted. */
@@ -62,14 +72,26 @@ export interface TaskRow {
   armedAtMs: number | null;
   startedAtMs: number | null;
   finishedAtMs: number | null;
+  /** Compared by the reconciler rule too, when present: a pass that only bumps them still changed the row. */
+  attempt?: number;
+  leaseOwner?: string | null;
+  updatedAt?: string;
 }
 
-/** One status change of a task, from its transition history (audit log or attempts). */
+/**
+ * One change of a task's status or fencing token, from its transition history
+ * (the chaos run records them with a trigger: observe.ts). `from` is "" for
+ * the row's insert. The new row version's token, run_at and error code come
+ * with it when the recorder knows them.
+ */
 export interface Transition {
   taskId: string;
   from: string;
   to: string;
   atMs: number;
+  fencingToken?: string | null;
+  runAtMs?: number;
+  errorCode?: string | null;
 }
 
 /** A cron occurrence the run must see fire (its schedule's misfire policy is fire_all). */

@@ -239,6 +239,12 @@ const schema = z.object({
   uiDir: z.string().default(""),
   /** CF_DATA_DIR: where `chronofence dev` keeps its embedded Postgres and dev.json (`--data-dir`). */
   dataDir: z.string().min(1).default(".chronofence"),
+  /**
+   * CF_CLOCK_OFFSET_MS: added to this process's wall clock (never to its monotonic one), for
+   * fault injection: the chaos harness (bench/chaos) starts a node with a skewed clock. 0 in
+   * production; a node whose clock runs ahead fires tasks early by as much (docs/evidence.md).
+   */
+  clockOffsetMs: z.coerce.number().int().min(-DAY_MS).max(DAY_MS).default(0),
   /** LOG_LEVEL */
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -344,6 +350,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   nodeReportIntervalMs: "CF_NODE_REPORT_INTERVAL_MS",
   uiDir: "CF_UI_DIR",
   dataDir: "CF_DATA_DIR",
+  clockOffsetMs: "CF_CLOCK_OFFSET_MS",
   logLevel: "LOG_LEVEL",
 };
 

@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError } from "commander";
+import { offsetClock } from "../adapters/clock/offset-clock.js";
 import { systemClock } from "../adapters/clock/system-clock.js";
 import { createLogger } from "../adapters/logging/logger.js";
 import { type Config, resolveConfig } from "../config/config.js";
@@ -185,6 +186,8 @@ const isDispatchRole = (role: string): boolean => DISPATCH_ROLE_NAMES.includes(r
 /** Starts the roles; on SIGTERM or SIGINT stops them gracefully (dispatch roles first: they drain). */
 async function runUntilSignal(config: Config, roles: string[]): Promise<void> {
   const logger = createLogger({ level: config.logLevel, name: "chronofence" });
+  // Every role of the process reads this one clock (skewed only by CF_CLOCK_OFFSET_MS).
+  const clock = offsetClock(systemClock, config.clockOffsetMs);
   process.on("unhandledRejection", (error) => logger.error({ err: error }, "unhandled rejection"));
   const stops: Array<() => Promise<void>> = [];
   const dispatchRoles = roles.filter(isDispatchRole);
@@ -192,7 +195,7 @@ async function runUntilSignal(config: Config, roles: string[]): Promise<void> {
     const { startDispatchRoles } = await import("./dispatch.js");
     const running = await startDispatchRoles(
       config,
-      systemClock,
+      clock,
       logger,
       new Set(dispatchRoles as Array<"dispatcher" | "preloader" | "reconciler">),
     );
@@ -203,7 +206,7 @@ async function runUntilSignal(config: Config, roles: string[]): Promise<void> {
   }
   if (roles.includes("worker")) {
     const { startWorker } = await import("./worker.js");
-    const worker = await startWorker(config, systemClock, logger);
+    const worker = await startWorker(config, clock, logger);
     console.log(`ready ${worker.workerId} roles=worker metrics_port=${worker.metricsPort}`);
     stops.push(() => worker.stop());
   }
@@ -211,13 +214,13 @@ async function runUntilSignal(config: Config, roles: string[]): Promise<void> {
     const { startPlanner } = await import("./planner.js");
     // Beside the dispatch roles, which listen on CF_METRICS_PORT, take any free port.
     const metricsPort = dispatchRoles.length > 0 ? 0 : config.metricsPort;
-    const planner = await startPlanner(config, systemClock, logger, metricsPort);
+    const planner = await startPlanner(config, clock, logger, metricsPort);
     console.log(`ready ${planner.nodeId} roles=planner metrics_port=${planner.metricsPort}`);
     stops.push(() => planner.stop());
   }
   if (roles.includes("api")) {
     const { startApi } = await import("./api.js");
-    const api = await startApi(config, systemClock, logger);
+    const api = await startApi(config, clock, logger);
     stops.push(() => api.stop());
   }
   await new Promise<void>((resolve) => {

@@ -1,7 +1,8 @@
 /** The chaos checker on hand-made histories: a clean one passes every rule; each broken one fails exactly its rule. */
 import { describe, expect, it } from "vitest";
 import { check } from "../../../../bench/chaos/checker.js";
-import type { History, TaskRow } from "../../../../bench/chaos/history.js";
+import { decide } from "../../../../bench/chaos/dag-rules.js";
+import type { History, TaskRow, WorkflowNode } from "../../../../bench/chaos/history.js";
 
 const row = (id: string, over: Partial<TaskRow> = {}): TaskRow => ({
   id,
@@ -119,6 +120,22 @@ function clean(): History {
       { workflowId: "w", taskId: "b", key: "b", dependsOn: ["a"], triggerRule: "all_success" },
     ],
     transitions: [
+      ...(
+        [
+          ["t1", "6", 1000],
+          ["t1", "7", 1000],
+          ["a", "8", 1000],
+          ["b", "9", 1025],
+          ["c1", "10", 2000],
+        ] as const
+      ).map(([taskId, fencingToken, runAtMs]) => ({
+        taskId,
+        from: "SCHEDULED",
+        to: "ARMED",
+        atMs: runAtMs - 5,
+        fencingToken,
+        runAtMs,
+      })),
       { taskId: "t1", from: "RUNNING", to: "COMPLETED", atMs: 1010 },
       { taskId: "q", from: "DEAD", to: "SCHEDULED", atMs: 3000 },
     ],
@@ -240,5 +257,108 @@ describe("the chaos checker", () => {
     expect(
       check(missed).find((v) => v.rule === "cron_once_and_at_least_once")!.counterexamples,
     ).toEqual(["occurrence s@3000 never completed"]);
+  });
+
+  it("fails no_early_attempt when a retry ran before the run_at its token was armed with", () => {
+    const h = clean();
+    // Token 7 (the retry) was armed due at 1008, after its backoff; it started at 1005.
+    const early = {
+      ...h,
+      transitions: h.transitions.map((t) =>
+        t.taskId === "t1" && t.fencingToken === "7" ? { ...t, runAtMs: 1008 } : t,
+      ),
+    };
+    expect(failing(early)).toEqual(["no_early_attempt"]);
+    const unarmed = {
+      ...h,
+      transitions: h.transitions.filter((t) => !(t.taskId === "b" && t.to === "ARMED")),
+    };
+    expect(check(unarmed).find((v) => v.rule === "no_early_attempt")!.counterexamples).toEqual([
+      "task b ran under token 9, which was never armed",
+    ]);
+  });
+
+  it("fails dag_outcome when a node did not end as its trigger rule decides", () => {
+    const h = clean();
+    const withB = (over: Partial<TaskRow>, rule: WorkflowNode["triggerRule"] = "all_success") => {
+      const tasks = h.tasks.map((t) => (t.id === "b" ? { ...t, ...over } : t));
+      return {
+        ...h,
+        tasks,
+        tasksAfterReconcile: tasks,
+        executions: h.executions.filter((e) => e.taskId !== "b"),
+        workflowNodes: h.workflowNodes.map((n) =>
+          n.key === "b" ? { ...n, triggerRule: rule } : n,
+        ),
+      };
+    };
+    // a COMPLETED: an all_success child must run, not be skipped.
+    expect(failing(withB({ status: "SKIPPED", fencingToken: null }))).toEqual(["dag_outcome"]);
+    // a COMPLETED: a one_failed child must be skipped, not run.
+    expect(failing(withB({ status: "SKIPPED", fencingToken: null }, "one_failed"))).toEqual([]);
+    expect(failing(withB({ status: "CANCELLED", fencingToken: null }))).toEqual(["dag_outcome"]);
+  });
+
+  it("fails dag_outcome when a released node ended against its intent", () => {
+    const h = clean();
+    const tasks = h.tasks.map((t) => (t.id === "b" ? { ...t, status: "DEAD" } : t));
+    expect(failing({ ...h, tasks, tasksAfterReconcile: tasks })).toContain("dag_outcome");
+  });
+
+  it("decides each trigger rule from the parents' statuses as docs/api.md's table says", () => {
+    expect(decide("all_success", ["COMPLETED", "COMPLETED"])).toBe("release");
+    expect(decide("all_success", ["COMPLETED", "RUNNING"])).toBe("undecided");
+    expect(decide("all_success", ["SKIPPED", "RUNNING"])).toBe("skip");
+    expect(decide("all_done", ["DEAD", "CANCELLED"])).toBe("release");
+    expect(decide("all_done", ["DEAD", "WAITING"])).toBe("undecided");
+    expect(decide("one_success", ["COMPLETED", "RUNNING"])).toBe("release");
+    expect(decide("one_success", ["DEAD", "SKIPPED"])).toBe("skip");
+    expect(decide("one_failed", ["DEAD", "RUNNING"])).toBe("release");
+    expect(decide("one_failed", ["COMPLETED", "CANCELLED"])).toBe("skip");
+    expect(decide("none_failed", ["COMPLETED", "SKIPPED", "CANCELLED"])).toBe("release");
+    expect(decide("none_failed", ["DEAD", "RUNNING"])).toBe("skip");
+    expect(decide("none_failed", ["COMPLETED", "SCHEDULED"])).toBe("undecided");
+  });
+
+  it("accepts CANCELLED or the intent for a task whose cancel got no answer, only the intent after a 409", () => {
+    const h = clean();
+    const cancelT1 = (status: number, rowStatus: string) => {
+      const tasks = h.tasks.map((t) => (t.id === "t1" ? { ...t, status: rowStatus } : t));
+      return {
+        ...h,
+        tasks,
+        tasksAfterReconcile: tasks,
+        cancels: [...h.cancels, { taskId: "t1", sentAtMs: 700, status, taskStatus: null }],
+      };
+    };
+    expect(failing(cancelT1(0, "COMPLETED"))).not.toContain("nothing_lost");
+    expect(failing(cancelT1(503, "CANCELLED"))).not.toContain("nothing_lost");
+    expect(failing(cancelT1(409, "CANCELLED"))).toContain("nothing_lost");
+  });
+
+  it("judges a retried cron task's first run by its first run_at, not the retry's", () => {
+    const h = clean();
+    // c1 ran at 2001 (its occurrence 2000), lost its lease and was retried: the row's run_at is 5000.
+    const tasks = h.tasks.map((t) => (t.id === "c1" ? { ...t, runAtMs: 5000 } : t));
+    const retried = { ...h, tasks, tasksAfterReconcile: tasks };
+    expect(failing(retried)).toEqual([]);
+    const inserted = {
+      ...retried,
+      transitions: [
+        ...h.transitions,
+        { taskId: "c1", from: "", to: "SCHEDULED", atMs: 1500, fencingToken: null, runAtMs: 2400 },
+      ],
+    };
+    expect(failing(inserted)).toEqual(["no_early_execution"]);
+  });
+
+  it("judges a task by its first acknowledgement's run_at, not a later replay's", () => {
+    const h = clean();
+    // The resubmit of k1 answered after t1 was retried, with the retry's later run_at.
+    const replayed = {
+      ...h,
+      submitted: h.submitted.map((t, i) => (i === 1 ? { ...t, runAtMs: 1500 } : t)),
+    };
+    expect(failing(replayed)).toEqual([]);
   });
 });
