@@ -179,6 +179,7 @@ describe("POST /v1/watchdog/alerts's body", () => {
   ])("refuses %s with 400", (_, body, path) => {
     const error = refusal(() => parseBody(AlertReportRequest, body));
     expect(error.code).toBe("invalid_request");
-    expect((error.details?.issues as Array<{ path: string }>)[0]?.path).toBe(path);
+    const issues = (error.details?.issues ?? []) as Array<{ path: string }>;
+    expect(issues[0]?.path).toBe(path);
   });
 });
