@@ -17,6 +17,8 @@ import { counterOf, executionOutcome, readTasks } from "./e2e-outcome.js";
 import {
   coresBetween,
   cpuTicksOf,
+  cpuUsPerTask,
+  maxOf,
   offerThroughApi,
   profileNodeArgs,
   root,
@@ -67,14 +69,11 @@ export async function runEmbedded(run: EmbeddedRun) {
       counterOf(run.metricsPort, "cf_worker_outcomes_total", 'outcome="completed"');
     await waitUntil(
       async () => (await completed()) >= accepted.size,
-      Math.max(...accepted.values()) + run.drainMs,
+      maxOf(accepted.values()) + run.drainMs,
       1000,
     );
-    const cpuCores = coresBetween(
-      cpuBefore,
-      await cpuTicksOf(pids),
-      (Date.now() - cpuStartMs) / 1000,
-    );
+    const cpuAfter = await cpuTicksOf(pids);
+    const cpuCores = coresBetween(cpuBefore, cpuAfter, (Date.now() - cpuStartMs) / 1000);
     const fencedRejections = await counterOf(run.metricsPort, "cf_worker_stale_token_total");
     dev.kill("SIGTERM");
     await exited;
@@ -104,6 +103,8 @@ export async function runEmbedded(run: EmbeddedRun) {
       fenced_rejections: fencedRejections,
       worker_processes: 1,
       cpu_cores: cpuCores,
+      // One process serves it all (its PGlite runs on a thread of it).
+      cpu_us_per_task: cpuUsPerTask(cpuBefore, cpuAfter, execution.completed, (g) => g === "dev"),
     };
   } finally {
     if (dev.exitCode === null) {

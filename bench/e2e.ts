@@ -48,10 +48,12 @@ import { TOPICS } from "../node/src/domain/envelope.js";
 import { runEmbedded } from "./e2e-embedded.js";
 import { counterOf, executionOutcome, readTasks } from "./e2e-outcome.js";
 import { type PeerReport, runBullmqPeer } from "./peers/bullmq.js";
+import { type LedgerMark, ledgerBetween, markLedger } from "./pg-ledger.js";
 import {
   type Arrival,
   coresBetween,
   cpuTicksOf,
+  cpuUsPerTask,
   deleteBenchKeys,
   deleteKafkaRun,
   type Lateness,
@@ -180,6 +182,7 @@ async function runChronofence() {
     roles.workers.forEach((w, i) => {
       pids[`worker_${i}`] = w.process.pid!;
     });
+    const ledgerBefore = await markLedger(db);
     const cpuBefore = await cpuTicksOf(pids);
     const cpuStartMs = Date.now();
     const accepted = new Map<string, number>();
@@ -199,11 +202,8 @@ async function runChronofence() {
       lastRunAtMs + drainMs,
       1000,
     );
-    const cpuCores = coresBetween(
-      cpuBefore,
-      await cpuTicksOf(pids),
-      (Date.now() - cpuStartMs) / 1000,
-    );
+    const cpuAfter = await cpuTicksOf(pids);
+    const cpuCores = coresBetween(cpuBefore, cpuAfter, (Date.now() - cpuStartMs) / 1000);
     await consumer.disconnect();
     const publish = publishOutcome(accepted, arrivals);
     const execution = executionOutcome(
@@ -237,6 +237,14 @@ async function runChronofence() {
       fenced_rejections: fencedRejections,
       worker_processes: workerProcesses,
       cpu_cores: cpuCores,
+      // Every process that serves Chronofence: its roles, Postgres, Redis, the broker.
+      cpu_us_per_task: cpuUsPerTask(
+        cpuBefore,
+        cpuAfter,
+        execution.completed,
+        (group) => group !== "bench" && group !== "other",
+      ),
+      pg_ledger: await stopThenLedger(children, db, ledgerBefore, accepted.size),
     };
   } finally {
     await stopChildren(children);
@@ -244,6 +252,18 @@ async function runChronofence() {
     await deleteKafkaRun(BROKERS, TOPIC_PREFIX, [`${TOPIC_PREFIX}bench`, ...WORKER_GROUPS]);
     await deleteBenchKeys(REDIS_PREFIX);
   }
+}
+
+/** The roles' Postgres backends flush their statistics when they exit: stop them first. */
+async function stopThenLedger(
+  children: ChildProcess[],
+  db: pg.Client,
+  before: LedgerMark,
+  tasks: number,
+) {
+  await stopChildren(children);
+  children.length = 0;
+  return ledgerBetween(db, before, tasks);
 }
 
 const ratio = (ours: number, theirs: number): number | null =>

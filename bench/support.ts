@@ -406,6 +406,26 @@ export function coresBetween(
 }
 
 /**
+ * CPU per completed task, in µs, over the processes that serve the system
+ * under test (`serves(group)`: e.g. its roles, Postgres, Redis and the
+ * broker; never the load generator or `other`). Postgres, Redis and the
+ * broker are counted whole: on a machine where other work uses them, theirs
+ * is counted too (say the load average beside the figure).
+ */
+export function cpuUsPerTask(
+  before: CpuSnapshot,
+  after: CpuSnapshot,
+  completed: number,
+  serves: (group: string) => boolean,
+): number | null {
+  if (completed === 0) return null;
+  let ticks = 0;
+  for (const [pid, { group, ticks: t }] of after.byPid)
+    if (serves(group)) ticks += Math.max(0, t - (before.byPid.get(pid)?.ticks ?? 0));
+  return Math.round((ticks * 10_000) / completed); // a tick is 10 ms
+}
+
+/**
  * Matches accepted tasks (id → run_at) with their first Kafka arrival:
  * lateness run_at → arrival and run_at → dispatched_at, the rate of
  * arrivals, and the tasks that never arrived.

@@ -18,6 +18,7 @@ import { Redis } from "ioredis";
 import {
   coresBetween,
   cpuTicksOf,
+  cpuUsPerTask,
   deleteBenchKeys,
   type Lateness,
   latenessOf,
@@ -62,6 +63,7 @@ export interface PeerReport {
   worker_processes: number;
   concurrency: number;
   cpu_cores: Record<string, number>;
+  cpu_us_per_task: number | null;
 }
 
 const QUEUE = "noop";
@@ -137,11 +139,8 @@ export async function runBullmqPeer(run: PeerRun): Promise<PeerReport> {
       async () => (await queue.getCompletedCount()) >= accepted.size,
       lastDueMs + 15_000,
     );
-    const cpuCores = coresBetween(
-      cpuBefore,
-      await cpuTicksOf(pids),
-      (Date.now() - cpuStartMs) / 1000,
-    );
+    const cpuAfter = await cpuTicksOf(pids);
+    const cpuCores = coresBetween(cpuBefore, cpuAfter, (Date.now() - cpuStartMs) / 1000);
     const outcome = await readOutcome(run.redisUrl, prefix, accepted);
     const completedPerS = plateauRate({ ...run, startMs: load.startMs }, outcome.finishedMs);
     return {
@@ -162,6 +161,13 @@ export async function runBullmqPeer(run: PeerRun): Promise<PeerReport> {
       worker_processes: run.workerProcesses,
       concurrency: run.concurrency,
       cpu_cores: cpuCores,
+      // BullMQ is served by Redis and its workers alone.
+      cpu_us_per_task: cpuUsPerTask(
+        cpuBefore,
+        cpuAfter,
+        outcome.completed,
+        (group) => group === "redis" || group.startsWith("bullmq_worker"),
+      ),
     };
   } finally {
     await stopChildren(workers);
