@@ -4,6 +4,8 @@ import { defaultMigrationsDirectory, listMigrations } from "../../src/adapters/p
 import { main } from "../../src/main/cli.js";
 import { createTestDatabase, type TestDatabase, withPg } from "./support/services.js";
 
+const DAY_MS = 86_400_000;
+
 let db: TestDatabase;
 
 beforeAll(async () => {
@@ -35,6 +37,54 @@ describe("chronofence CLI", () => {
     const count = (await listMigrations(await defaultMigrationsDirectory())).length;
     expect((await run("migrate")).join("\n")).toMatch(`${count} applied, 0 already applied`);
     expect((await run("migrate")).join("\n")).toMatch(`0 applied, ${count} already applied`);
+  });
+
+  it("maintain creates the days a longer horizon needs and drops those past retention, keeping pending ones", async () => {
+    // migrate makes days from 30 days back (the default retention) to 3 + 2 days ahead
+    // (a no-op when the test above has run).
+    await run("migrate");
+    const dayName = (offsetDays: number) =>
+      `tasks_p${new Date(Date.now() + offsetDays * DAY_MS).toISOString().slice(0, 10).replaceAll("-", "")}`;
+    const partitions = async () =>
+      (
+        await withPg(db.url, (c) =>
+          c.query(
+            `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+              WHERE i.inhparent = 'tasks'::regclass ORDER BY 1`,
+          ),
+        )
+      ).rows.map((r) => r.name as string);
+    expect(await partitions()).toContain(dayName(-30));
+    expect(await partitions()).not.toContain(dayName(7));
+    // A task still pending on a day past the new retention keeps its day.
+    await withPg(db.url, (c) =>
+      c.query(
+        `INSERT INTO tasks (id, tenant_id, type, payload, priority, status, run_at, max_attempts, timeout_ms,
+                            backoff_strategy, backoff_base_ms, backoff_max_ms, created_at, updated_at)
+         VALUES (gen_random_uuid(), gen_random_uuid(), 'todo', '{}', 'bulk', 'SCHEDULED',
+                 now() - interval '20 days', 1, 1, 'fixed', 1, 1, now(), now())`,
+      ),
+    );
+    process.env.CF_HORIZON_DAYS = "5";
+    process.env.CF_RETENTION_DAYS = "10";
+    try {
+      const [line, ...rest] = await run("maintain");
+      expect(rest).toEqual([]);
+      const report = JSON.parse(line!);
+      expect(report.created).toBe(2); // days 6 and 7 ahead
+      // Days 30 .. 11 back, but the one holding the pending task.
+      const expired = Array.from({ length: 20 }, (_, i) => dayName(-30 + i));
+      expect(report.keptWithPendingTasks).toEqual([dayName(-20)]);
+      expect(report.dropped).toEqual(expired.filter((name) => name !== dayName(-20)));
+      const left = await partitions();
+      expect(left).toContain(dayName(7));
+      expect(left).toContain(dayName(-10));
+      expect(left.filter((name) => name < dayName(-10))).toEqual([dayName(-20)]);
+      expect(JSON.parse((await run("maintain"))[0]!)).toMatchObject({ created: 0, dropped: [] });
+    } finally {
+      process.env.CF_HORIZON_DAYS = "3";
+      delete process.env.CF_RETENTION_DAYS;
+    }
   });
 
   it("creates a tenant, printing its API key last; lists it; revokes the key", async () => {

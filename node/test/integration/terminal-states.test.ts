@@ -11,11 +11,13 @@
  * long expired, armed long ago under an older epoch of a shard whose lease
  * the test holds (so an arm is refused by the status, not by the fence).
  */
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isoOfMs } from "../../src/adapters/pg/epoch-ms.js";
 import { CANCEL_FAILED, SETTLE_FAILURES } from "../../src/adapters/pg/sql/execution.js";
 import { RELEASE_TASKS } from "../../src/adapters/pg/sql/plan.js";
 import { CANCEL_TASKS } from "../../src/adapters/pg/sql/schedules.js";
+import { PgUndeliverableTasks } from "../../src/adapters/pg/undeliverable-tasks.js";
 import { CANCELLABLE_STATUSES, TERMINAL_STATUSES } from "../../src/domain/task.js";
 import {
   armAndStart,
@@ -112,6 +114,35 @@ const PATHS: Path[] = [
       return { refused: answer!.fenced && answer!.armed.length === 0, answer };
     },
   },
+  ...(["task", "node"] as const).map(
+    (on): Path => ({
+      name: `bury: an envelope the broker can never accept, to DEAD (BURY_UNDELIVERABLE)${on === "node" ? ", of a workflow node" : ""}`,
+      on,
+      // With the token the row holds, as the dispatcher that armed it would.
+      run: async (x) => {
+        const armed = {
+          id: x.id,
+          tenantId: x.tenantId,
+          type: "t",
+          payloadJson: "{}",
+          priority: "standard" as const,
+          runAtMs: x.runAtMs,
+          attempt: 1,
+          fencingToken: x.token,
+          timeoutMs: 1000,
+          idempotencyKey: null,
+          workflowId: x.workflowId,
+          graceMs: 0,
+        };
+        const answer = await new PgUndeliverableTasks(s.pool, randomUUID).bury(
+          [armed],
+          { message: "too large", code: "undeliverable", retryable: false },
+          Date.now(),
+        );
+        return { refused: !answer.buried.includes(x.id), answer };
+      },
+    }),
+  ),
   {
     name: "re-arm: the reconciler's stale ARMED sweep (REARM_STALE)",
     on: "task",

@@ -39,9 +39,39 @@ export async function startRolesChild(
   options: { script?: string } = {},
 ): Promise<RolesChild> {
   const args = options.script ? [options.script] : [CLI, "run", "--roles", roles];
+  const child = spawnCliChild(args, env);
+  const ready = await child.printed(/^ready (\S+) roles=\S+ metrics_port=(\d+)/);
+  const metricsPort = Number(ready[2]);
+  return {
+    ...child,
+    nodeId: ready[1]!,
+    metricsPort,
+    metric: (name, labels) => scrape(metricsPort, name, labels),
+  };
+}
+
+export type CliChild = Pick<RolesChild, "process" | "exited" | "printed" | "lines"> & {
+  /** Every stderr line so far (the JSON logs), when `logs` was asked for. */
+  logs(): string[];
+};
+
+/**
+ * `node <args>` (by default the built CLI's arguments, `cliArgs`) as a child whose stdout
+ * lines can be awaited; with `logs`, its stderr is kept too (else shown only with
+ * CF_TEST_LOG_LEVEL). Killed by killRolesChildren.
+ */
+export function spawnCliChild(
+  args: string[],
+  env: Record<string, string>,
+  options: { logs?: boolean } = {},
+): CliChild {
   const child = spawn(process.execPath, args, {
     env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", process.env.CF_TEST_LOG_LEVEL ? "inherit" : "ignore"],
+    stdio: [
+      "ignore",
+      "pipe",
+      options.logs ? "pipe" : process.env.CF_TEST_LOG_LEVEL ? "inherit" : "ignore",
+    ],
   });
   live.add(child);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
@@ -50,27 +80,19 @@ export async function startRolesChild(
       resolve({ code, signal });
     }),
   );
-  const output: string[] = [];
-  let partial = "";
-  const watchers = new Set<() => void>();
-  child.stdout!.on("data", (chunk: Buffer) => {
-    const text = partial + chunk.toString();
-    const complete = text.split("\n");
-    partial = complete.pop()!;
-    output.push(...complete);
-    for (const check of watchers) check();
-  });
+  const output = lineCollector(child.stdout!);
+  const logs = options.logs ? lineCollector(child.stderr!) : null;
   const lines = (pattern: RegExp) =>
-    output.map((line) => pattern.exec(line)).filter((m): m is RegExpExecArray => m !== null);
+    output.lines.map((line) => pattern.exec(line)).filter((m): m is RegExpExecArray => m !== null);
   const printed = (pattern: RegExp) =>
     new Promise<RegExpExecArray>((resolve, reject) => {
       const check = () => {
         const [match] = lines(pattern);
         if (!match) return;
-        watchers.delete(check);
+        output.watchers.delete(check);
         resolve(match);
       };
-      watchers.add(check);
+      output.watchers.add(check);
       check();
       exited.then(({ code, signal }) =>
         reject(
@@ -78,17 +100,23 @@ export async function startRolesChild(
         ),
       );
     });
-  const ready = await printed(/^ready (\S+) roles=\S+ metrics_port=(\d+)/);
-  const metricsPort = Number(ready[2]);
-  return {
-    process: child,
-    nodeId: ready[1]!,
-    metricsPort,
-    exited,
-    metric: (name, labels) => scrape(metricsPort, name, labels),
-    printed,
-    lines,
-  };
+  return { process: child, exited, printed, lines, logs: () => [...(logs?.lines ?? [])] };
+}
+
+/** The built CLI's arguments for `node`: `cliArgs("watchdog")`. */
+export const cliArgs = (...command: string[]) => [CLI, ...command];
+
+function lineCollector(stream: NodeJS.ReadableStream) {
+  const collected = { lines: [] as string[], watchers: new Set<() => void>() };
+  let partial = "";
+  stream.on("data", (chunk: Buffer) => {
+    const text = partial + chunk.toString();
+    const complete = text.split("\n");
+    partial = complete.pop()!;
+    collected.lines.push(...complete);
+    for (const check of collected.watchers) check();
+  });
+  return collected;
 }
 
 /** Sum of every series of a metric on a /metrics port (those whose labels contain `labels`). */

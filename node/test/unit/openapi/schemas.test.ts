@@ -13,6 +13,7 @@ import {
   validateSubmission,
 } from "../../../src/domain/submission.js";
 import { validateWorkflow, WorkflowSubmission } from "../../../src/domain/workflow.js";
+import { propertyParams } from "../../support/property.js";
 
 const ctx: SubmissionContext = {
   tenantId: "t",
@@ -91,7 +92,7 @@ describe("TaskSubmission (the documented schema)", () => {
           accepted(() => validateSubmission(input, ctx)),
         );
       }),
-      { numRuns: 2000 },
+      propertyParams({ numRuns: 2000 }),
     );
   });
 });
@@ -116,7 +117,7 @@ describe("WorkflowSubmission (the documented schema)", () => {
           accepted(() => validateWorkflow(input, ctx)),
         );
       }),
-      { numRuns: 1000 },
+      propertyParams({ numRuns: 1000 }),
     );
   });
 });
