@@ -5,7 +5,7 @@
  * (422 unprocessable: bad cron, unknown time zone, ranges).
  */
 import { z } from "zod";
-import { CronSchedule } from "./cron.js";
+import { CronSchedule, validTimeZone } from "./cron.js";
 import { ChronofenceError, ErrorCode } from "./errors.js";
 import { findJsonProblem, storedJsonBytes } from "./json-limits.js";
 import { RETRY_LIMITS, resolveRetryPolicy } from "./retry-defaults.js";
@@ -201,18 +201,26 @@ export function validateScheduleCreate(input: unknown, tenant: ScheduleTenant): 
   return { spec, payload };
 }
 
+/**
+ * Validates a PATCH body on its own: every rule but the pairing of a new
+ * expression with the stored zone (or a new zone with the stored
+ * expression). Run before the schedule is locked, so a refused PATCH costs
+ * no connection and no row lock (concurrent bad PATCHes of one schedule
+ * would otherwise queue on its lock until Postgres' timeout, 503).
+ */
+export function validateSchedulePatchAlone(input: unknown, tenant: ScheduleTenant): void {
+  const { patch } = shapePatch(input, tenant);
+  if (patch.expression !== undefined) CronSchedule.parse(patch.expression, "UTC");
+  if (patch.timeZone !== undefined) validTimeZone(patch.timeZone);
+}
+
 /** Validates a PATCH body against the stored schedule (for expression/zone consistency). */
 export function validateSchedulePatch(
   input: unknown,
   current: Pick<ScheduleSpec, "expression" | "timeZone">,
   tenant: ScheduleTenant,
 ): { patch: SchedulePatch; payload?: unknown } {
-  const shaped = patchShape.safeParse(input);
-  if (!shaped.success) throw malformed(shaped.error);
-  if (Object.keys(shaped.data).length === 0) {
-    throw new ChronofenceError(ErrorCode.Unprocessable, "a PATCH must change at least one field");
-  }
-  const patch = checkRules(shaped.data, tenant);
+  const { patch, shaped } = shapePatch(input, tenant);
   if (patch.expression !== undefined || patch.timeZone !== undefined) {
     const parsed = CronSchedule.parse(
       patch.expression ?? current.expression,
@@ -224,6 +232,15 @@ export function validateSchedulePatch(
 }
 
 type Shaped = z.infer<typeof patchShape>;
+
+function shapePatch(input: unknown, tenant: ScheduleTenant) {
+  const shaped = patchShape.safeParse(input);
+  if (!shaped.success) throw malformed(shaped.error);
+  if (Object.keys(shaped.data).length === 0) {
+    throw new ChronofenceError(ErrorCode.Unprocessable, "a PATCH must change at least one field");
+  }
+  return { patch: checkRules(shaped.data, tenant), shaped };
+}
 
 function checkRules(body: Shaped, tenant: ScheduleTenant): SchedulePatch {
   const checked = ruleObject.safeParse(body);

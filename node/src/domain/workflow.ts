@@ -4,8 +4,8 @@
  * validateSubmission, so the same fields, defaults and limits) plus `key`,
  * `depends_on` and `trigger_rule`. Errors follow submission.ts: 400 for
  * shape, 422 for rules; `details.index` names the node, `details.rule` the
- * graph rule broken (too_many_nodes, duplicate_key, unknown_dependency,
- * self_dependency, duplicate_dependency, cycle).
+ * graph rule broken (too_many_nodes, too_many_edges, duplicate_key,
+ * unknown_dependency, self_dependency, duplicate_dependency, cycle).
  *
  * When a node runs: a root at its own `run_at`/`delay_ms`, like a task. A
  * node with parents is released when its trigger rule says so; then a
@@ -27,6 +27,12 @@ import { describeCycle, orderGraph } from "./workflow-graph.js";
 import { TRIGGER_RULES, type TriggerRule } from "./workflow-trigger.js";
 
 export const MAX_WORKFLOW_NODES = 10_000;
+/**
+ * Parent links in one workflow, all nodes together: ten per node at the
+ * node limit. Without it a body of a few hundred nodes that each name every
+ * node before them is a million edge rows in one transaction.
+ */
+export const MAX_WORKFLOW_EDGES = 100_000;
 
 export interface WorkflowNodeDraft {
   key: string;
@@ -102,6 +108,13 @@ export function validateWorkflow(input: unknown, ctx: SubmissionContext): Workfl
   }
   const id = ctx.newTaskId();
   const nodes = shaped.data.nodes.map((node, index) => validateNode(node, ctx, index));
+  const edges = nodes.reduce((sum, node) => sum + node.dependsOn.length, 0);
+  if (edges > MAX_WORKFLOW_EDGES) {
+    throw graphError(`a workflow holds at most ${MAX_WORKFLOW_EDGES} dependencies, got ${edges}`, {
+      rule: "too_many_edges",
+      count: edges,
+    });
+  }
   checkKeys(nodes);
   const ordered = orderGraph(nodes);
   if (ordered.kind === "cycle") {
@@ -121,6 +134,13 @@ export function validateWorkflow(input: unknown, ctx: SubmissionContext): Workfl
 }
 
 function validateNode(input: unknown, ctx: SubmissionContext, index: number): WorkflowNodeDraft {
+  // zod copies a loose object's keys by assignment, where `__proto__` vanishes: refuse it here,
+  // as the strict task shape refuses any unknown field.
+  if (typeof input === "object" && input !== null && Object.hasOwn(input, "__proto__")) {
+    throw new ChronofenceError(ErrorCode.InvalidRequest, "malformed workflow node", {
+      details: { index, issues: [{ path: "__proto__", message: "unknown field" }] },
+    });
+  }
   const shaped = nodeFields.safeParse(input);
   if (!shaped.success) {
     const unsupported = shaped.error.issues.some((i) => i.path[0] === "idempotency_key");

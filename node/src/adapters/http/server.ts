@@ -15,6 +15,16 @@
  *    waits on a lookup, the socket is paused, so at most what is already
  *    received gets buffered. The size limit is enforced while streaming:
  *    413 and close, without buffering the rest.
+ *  - Framing a proxy could read otherwise (two Content-Lengths, a
+ *    Transfer-Encoding other than `chunked`: framing.ts) is refused, 400
+ *    and close, before any route runs; the bytes after such a request are
+ *    never served as a request of their own.
+ *  - uWS refuses async pipelining: a request that arrives while the one
+ *    before it is unanswered closes the connection (aborting that one), so
+ *    answers are never mixed up. A handler therefore starts on the next turn
+ *    of the event loop, after uWS has parsed everything that arrived with
+ *    its request: a request aborted by a follower in the same read is never
+ *    acted on (nothing stored for a request that got no answer).
  * Every request has a deadline: if it has not been answered by then, it gets
  * 408 while the client still owes body bytes, 503 otherwise (a hung
  * dependency). Nothing a client sends can throw out of a uWS callback.
@@ -36,6 +46,7 @@ import {
   isBodyRoute,
   type Route,
 } from "./exchange.js";
+import { framingProblemOf } from "./framing.js";
 import { bindError, probeBind } from "./metrics-server.js";
 
 export interface HttpServerOptions {
@@ -81,6 +92,7 @@ export class HttpServer {
     for (const route of routes) this.register(route);
     this.app.any("/*", (res, req) => {
       const exchange = this.begin(res, "unmatched");
+      if (this.refusedFraming(exchange, req)) return;
       const known = routes.some((r) => matches(r.pattern, req.getUrl()));
       const error = known
         ? new ChronofenceError(ErrorCode.MethodNotAllowed, `method ${req.getMethod()} not allowed`)
@@ -135,6 +147,7 @@ export class HttpServer {
   private register(route: Route): void {
     this.app[route.method](route.pattern, (res, req) => {
       const exchange = this.begin(res, route.name);
+      if (this.refusedFraming(exchange, req)) return;
       const request = snapshot(req, res, route);
       if (!isBodyRoute(route)) return this.run(exchange, () => route.handle(request));
       const declared = req.getHeader("content-length");
@@ -142,6 +155,23 @@ export class HttpServer {
       exchange.bodyPending = chunked || (declared !== "" && declared !== "0");
       this.receive(exchange, route, request, declared === "" ? null : Number(declared));
     });
+  }
+
+  /** Answers 400 and closes when the body's end is ambiguous (framing.ts); true if it did. */
+  private refusedFraming(exchange: Exchange, req: uWS.HttpRequest): boolean {
+    const problem = framingProblemOf((visit) => req.forEach(visit));
+    if (problem === null) return false;
+    const error = new ChronofenceError(
+      ErrorCode.InvalidRequest,
+      "ambiguous message framing: send one Content-Length, or Transfer-Encoding: chunked alone",
+      { details: { reason: problem } },
+    );
+    // Close: where this request's body ends, hence where the next request starts, is unknown.
+    // Not answered here: uWS would go on parsing the bytes after this request (a smuggled
+    // one) within this same read and dispatch them, `Connection: close` or not. Left
+    // pending, any request parsed after it makes uWS close the connection at once.
+    setImmediate(() => this.fail(exchange, error, true));
+    return true;
   }
 
   private begin(res: uWS.HttpResponse, route: string): Exchange {
@@ -230,17 +260,21 @@ export class HttpServer {
     exchange.res.resume();
   }
 
+  /** Starts the handler on the next turn (see the header: pipelining), unless aborted by then. */
   private run(exchange: Exchange, handle: () => Promise<HttpReply>): void {
-    let pending: Promise<HttpReply>;
-    try {
-      pending = handle();
-    } catch (error) {
-      pending = Promise.reject(error);
-    }
-    pending.then(
-      (reply) => this.reply(exchange, reply),
-      (error: unknown) => this.fail(exchange, error),
-    );
+    setImmediate(() => {
+      if (exchange.done) return;
+      let pending: Promise<HttpReply>;
+      try {
+        pending = handle();
+      } catch (error) {
+        pending = Promise.reject(error);
+      }
+      pending.then(
+        (reply) => this.reply(exchange, reply),
+        (error: unknown) => this.fail(exchange, error),
+      );
+    });
   }
 
   private fail(exchange: Exchange, error: unknown, closeConnection = false): void {

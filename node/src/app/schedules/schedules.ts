@@ -12,6 +12,7 @@ import {
   type SchedulePatch,
   validateScheduleCreate,
   validateSchedulePatch,
+  validateSchedulePatchAlone,
 } from "../../domain/schedule.js";
 import type { Principal } from "../../domain/tenant.js";
 import type { CancelNotifier } from "../../ports/cancel-notifier.js";
@@ -90,6 +91,7 @@ export class ScheduleService {
 
   async update(principal: Principal, id: string, body: unknown, requestId: string) {
     if (!UUID.test(id)) throw notFound(id);
+    validateSchedulePatchAlone(body, principal.limits); // before the row lock
     const nowMs = this.clock.nowMs();
     const updated = await this.store.update(actorOf(principal, requestId), id, nowMs, (current) =>
       changeOf(current, validateSchedulePatch(body, current, principal.limits), nowMs),
