@@ -104,9 +104,11 @@ export class TimingWheel implements TimerWheel {
     for (;;) {
       const count = this.wasm.advance(tick);
       this.refreshViews();
+      const output = this.output;
+      // The try sits outside the hot loop; after a throw the loop resumes at the next handle.
       for (let k = 0; k < count; k++) {
         try {
-          onExpired(this.output[k]!);
+          for (; k < count; k++) onExpired(output[k]!);
         } catch (error) {
           failure ??= { error };
         }
