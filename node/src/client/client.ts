@@ -5,6 +5,7 @@
  *   const client = new ChronofenceClient({ url: "http://127.0.0.1:8080", apiKey: "cfk_..." });
  *   const task = await client.tasks.submit({ type: "echo", payload: { hi: 1 }, delay_ms: 1000 });
  *   for await (const t of client.tasks.list({ status: "DEAD" })) console.log(t.id);
+ *   for await (const w of client.workflows.list()) console.log(w.id, w.status);
  *
  * Fields are spelled as the API spells them (snake_case); results are the
  * API's JSON as it answers it. Every failure is a ChronofenceApiError with
@@ -23,9 +24,11 @@ import type {
   ExecutionLease,
   ExecutionSettled,
   ExecutionStarted,
+  PageOptions,
   Schedule,
   ScheduleCreate,
   ScheduleDeleted,
+  SchedulePage,
   SchedulePatch,
   ScheduleUpdated,
   ScheduleView,
@@ -34,7 +37,9 @@ import type {
   TaskPage,
   TaskSubmission,
   Workflow,
+  WorkflowPage,
   WorkflowSubmission,
+  WorkflowSummary,
 } from "./types.js";
 
 export type ClientOptions = TransportOptions;
@@ -60,6 +65,20 @@ export class ChronofenceClient {
 }
 
 type Send = <T>(call: Call) => Promise<T>;
+
+/** Every item of a keyset-paginated list: `page(cursor)` until a page has no `next_cursor`. */
+async function* everyPage<T>(
+  page: (
+    cursor: string | undefined,
+  ) => Promise<{ items: readonly T[]; next_cursor: string | null }>,
+): AsyncGenerator<T> {
+  let cursor: string | undefined;
+  do {
+    const answer = await page(cursor);
+    yield* answer.items;
+    cursor = answer.next_cursor ?? undefined;
+  } while (cursor !== undefined);
+}
 
 export class TaskCalls {
   constructor(private readonly send: Send) {}
@@ -102,13 +121,11 @@ export class TaskCalls {
   }
 
   /** Every matching task, page after page (keyset cursor), as they are when each page is read. */
-  async *list(filter: TaskFilter = {}): AsyncGenerator<Task> {
-    let cursor: string | undefined;
-    do {
-      const page = await this.page(filter, cursor);
-      yield* page.tasks;
-      cursor = page.next_cursor ?? undefined;
-    } while (cursor !== undefined);
+  list(filter: TaskFilter = {}): AsyncGenerator<Task> {
+    return everyPage(async (cursor) => {
+      const { tasks, next_cursor } = await this.page(filter, cursor);
+      return { items: tasks, next_cursor };
+    });
   }
 
   /** Cancels a task that has not started (409 invalid_transition otherwise). */
@@ -132,6 +149,20 @@ export class WorkflowCalls {
 
   get(id: string): Promise<Workflow> {
     return this.send({ method: "GET", path: `/v1/workflows/${segment(id)}`, repeatable: true });
+  }
+
+  /** One page of the tenant's workflows, newest first, without their nodes (`get` has them). */
+  page(options: PageOptions = {}, cursor?: string): Promise<WorkflowPage> {
+    const query = { limit: options.limit, cursor };
+    return this.send({ method: "GET", path: "/v1/workflows", query, repeatable: true });
+  }
+
+  /** Every workflow of the tenant, newest first, page after page (keyset cursor). */
+  list(options: PageOptions = {}): AsyncGenerator<WorkflowSummary> {
+    return everyPage(async (cursor) => {
+      const { workflows, next_cursor } = await this.page(options, cursor);
+      return { items: workflows, next_cursor };
+    });
   }
 
   /** Cancels the workflow's pending nodes; running ones finish. */
@@ -158,19 +189,18 @@ export class ScheduleCalls {
     });
   }
 
+  /** One page of the tenant's schedules; pass its `next_cursor` back for the next. */
+  page(options: PageOptions = {}, cursor?: string): Promise<SchedulePage> {
+    const query = { limit: options.limit, cursor };
+    return this.send({ method: "GET", path: "/v1/schedules", query, repeatable: true });
+  }
+
   /** Every schedule of the tenant, page after page. */
-  async *list(options: { limit?: number } = {}): AsyncGenerator<Schedule> {
-    let cursor: string | undefined;
-    do {
-      const page = await this.send<{ schedules: Schedule[]; next_cursor: string | null }>({
-        method: "GET",
-        path: "/v1/schedules",
-        query: { limit: options.limit, cursor },
-        repeatable: true,
-      });
-      yield* page.schedules;
-      cursor = page.next_cursor ?? undefined;
-    } while (cursor !== undefined);
+  list(options: PageOptions = {}): AsyncGenerator<Schedule> {
+    return everyPage(async (cursor) => {
+      const { schedules, next_cursor } = await this.page(options, cursor);
+      return { items: schedules, next_cursor };
+    });
   }
 
   update(id: string, patch: SchedulePatch): Promise<ScheduleUpdated> {

@@ -13,12 +13,17 @@ import type {
   ExecutionLeaseRequest,
 } from "../adapters/http/execution-routes.js";
 import type {
+  WorkflowPage as WorkflowPageSchema,
+  WorkflowSummaryResource,
+} from "../adapters/http/openapi/dashboard-resources.js";
+import type {
   BatchItem as BatchItemSchema,
   ExecutionCompleted as ExecutionCompletedSchema,
   ExecutionExtended as ExecutionExtendedSchema,
   ExecutionSettled as ExecutionSettledSchema,
   ExecutionStarted as ExecutionStartedSchema,
   ScheduleDeleted as ScheduleDeletedSchema,
+  SchedulePage as SchedulePageSchema,
   ScheduleResource,
   ScheduleUpdated as ScheduleUpdatedSchema,
   ScheduleView as ScheduleViewSchema,
@@ -46,10 +51,14 @@ export type BatchItem = z.output<typeof BatchItemSchema>;
 
 export type WorkflowSubmission = z.input<typeof WorkflowSubmissionSchema>;
 export type Workflow = z.output<typeof WorkflowResource>;
+/** A workflow without its nodes, as `GET /v1/workflows` lists it. */
+export type WorkflowSummary = z.output<typeof WorkflowSummaryResource>;
+export type WorkflowPage = z.output<typeof WorkflowPageSchema>;
 
 export type ScheduleCreate = z.input<typeof ScheduleCreateSchema>;
 export type SchedulePatch = z.input<typeof SchedulePatchSchema>;
 export type Schedule = z.output<typeof ScheduleResource>;
+export type SchedulePage = z.output<typeof SchedulePageSchema>;
 export type ScheduleView = z.output<typeof ScheduleViewSchema>;
 export type ScheduleUpdated = z.output<typeof ScheduleUpdatedSchema>;
 export type ScheduleDeleted = z.output<typeof ScheduleDeletedSchema>;
@@ -73,6 +82,11 @@ export interface TaskFilter {
   order?: "id" | "updated_at";
   /** With order `updated_at`: changes after this instant (RFC 3339 or a Date). */
   updatedAfter?: string | Date;
+}
+
+/** The paging of `workflows.list` and `schedules.list`: `limit` is the page size, the iterator goes through every page. */
+export interface PageOptions {
+  limit?: number;
 }
 
 /** A watchdog alert transition (`POST /v1/watchdog/alerts`). */

@@ -209,6 +209,24 @@ export function table(headers: readonly string[], rows: readonly (readonly strin
   return [line(headers), ...rows.map(line)];
 }
 
+/** The largest --limit of a list command; 0 means every item. */
+export const MAX_LIST_LIMIT = 1_000_000;
+
+/** The page size that reads `limit` items (0: all) in the fewest requests: the API's largest page at most. */
+export const pageSizeFor = (limit: number, maxPage: number): number =>
+  limit === 0 ? maxPage : Math.min(limit, maxPage);
+
+/** The first `limit` items of a list (0: all of them), stopping the iterator there. */
+export async function firstOf<T>(items: AsyncIterable<T>, limit: number): Promise<T[]> {
+  if (limit > MAX_LIST_LIMIT) throw new UsageError(`--limit: at most ${MAX_LIST_LIMIT}`);
+  const found: T[] = [];
+  for await (const item of items) {
+    found.push(item);
+    if (limit !== 0 && found.length >= limit) break;
+  }
+  return found;
+}
+
 /** Parsers for option values: a bad value is a usage error (exit 2). */
 export function jsonArgument(value: string): unknown {
   try {

@@ -5,15 +5,17 @@
  * last line of stdout; `--json` prints the API's answer as it came.
  */
 import { type Command, Option } from "commander";
+import { MAX_PAGE_LIMIT } from "../app/ingest/task-queries.js";
 import type { Task, TaskFilter, TaskStatus, TaskSubmission } from "../client/types.js";
 import {
   apiCommandGroup,
   type CommandContext,
+  firstOf,
   jsonArgument,
+  pageSizeFor,
   printJson,
   runApiCommand,
   table,
-  UsageError,
   wholeNumber,
 } from "./cli-common.js";
 
@@ -121,7 +123,7 @@ export function registerTaskCommands(program: Command): void {
     .option("--limit <n>", "at most this many (0: all)", wholeNumber, 100)
     .action((flags: { status?: string; type?: string; limit: number }, command: Command) =>
       runApiCommand(command, async (ctx) => {
-        const found = await collect(ctx, flags);
+        const found = await listed(ctx, flags);
         if (ctx.json) printJson({ tasks: found });
         else for (const line of table(TASK_COLUMNS, found.map(taskRow))) console.log(line);
       }),
@@ -145,20 +147,14 @@ export function registerTaskCommands(program: Command): void {
   }
 }
 
-async function collect(
+function listed(
   ctx: CommandContext,
   flags: { status?: string; type?: string; limit: number },
 ): Promise<Task[]> {
-  if (flags.limit > 1_000_000) throw new UsageError("--limit: at most 1000000");
   const filter: TaskFilter = {
     ...(flags.status !== undefined && { status: flags.status as TaskStatus }),
     ...(flags.type !== undefined && { type: flags.type }),
-    limit: flags.limit === 0 ? 1000 : Math.min(flags.limit, 1000),
+    limit: pageSizeFor(flags.limit, MAX_PAGE_LIMIT),
   };
-  const found: Task[] = [];
-  for await (const task of ctx.client.tasks.list(filter)) {
-    found.push(task);
-    if (flags.limit !== 0 && found.length >= flags.limit) break;
-  }
-  return found;
+  return firstOf(ctx.client.tasks.list(filter), flags.limit);
 }

@@ -1,18 +1,23 @@
 /**
- * `chronofence workflows submit|get|cancel`, over the HTTP API through the
+ * `chronofence workflows submit|get|list|cancel`, over the HTTP API through the
  * typed client (cli-common.ts; docs/cli.md). A workflow is the JSON body of
  * `POST /v1/workflows` (docs/api.md, "Workflows"), from a file, `-` for
  * stdin, or inline; `submit` prints the new workflow's id as the last line.
  */
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
-import type { Workflow, WorkflowSubmission } from "../client/types.js";
+import { MAX_LIMIT as MAX_WORKFLOW_PAGE } from "../app/dashboard/dashboard-requests.js";
+import type { Workflow, WorkflowSubmission, WorkflowSummary } from "../client/types.js";
 import {
   apiCommandGroup,
   type CommandContext,
+  firstOf,
+  pageSizeFor,
+  printJson,
   runApiCommand,
   table,
   UsageError,
+  wholeNumber,
 } from "./cli-common.js";
 
 /** The workflow document of `--file` (a path, or `-` for stdin) or `--nodes` (inline JSON). */
@@ -58,6 +63,25 @@ export function workflowLines(w: Workflow): string[] {
   return [...head, "", ...nodes, w.id];
 }
 
+export const WORKFLOW_COLUMNS = [
+  "ID",
+  "STATUS",
+  "NODES",
+  "PENDING",
+  "DEAD",
+  "CREATED_AT",
+  "FINISHED_AT",
+];
+export const workflowRow = (w: WorkflowSummary): string[] => [
+  w.id,
+  `${w.status}${w.fail_fast ? " (fail_fast)" : ""}`,
+  String(w.node_count),
+  String(w.pending_nodes),
+  String(w.dead_nodes),
+  w.created_at,
+  w.finished_at ?? "-",
+];
+
 const printWorkflow = (ctx: CommandContext, workflow: Workflow) => {
   if (ctx.json) console.log(ctx.lastAnswerText());
   else for (const line of workflowLines(workflow)) console.log(line);
@@ -67,7 +91,7 @@ export function registerWorkflowCommands(program: Command): void {
   const workflows = apiCommandGroup(
     program,
     "workflows",
-    "submit, read and cancel workflows (DAGs)",
+    "submit, read, list and cancel workflows (DAGs)",
   );
 
   workflows
@@ -88,6 +112,21 @@ export function registerWorkflowCommands(program: Command): void {
     .description("show a workflow and each node's state")
     .action((id: string, _flags: unknown, command: Command) =>
       runApiCommand(command, async (ctx) => printWorkflow(ctx, await ctx.client.workflows.get(id))),
+    );
+
+  workflows
+    .command("list")
+    .description("list the tenant's workflows, newest first, without their nodes")
+    .option("--limit <n>", "at most this many (0: all)", wholeNumber, 100)
+    .action((flags: { limit: number }, command: Command) =>
+      runApiCommand(command, async (ctx) => {
+        const pages = ctx.client.workflows.list({
+          limit: pageSizeFor(flags.limit, MAX_WORKFLOW_PAGE),
+        });
+        const found = await firstOf(pages, flags.limit);
+        if (ctx.json) printJson({ workflows: found });
+        else for (const line of table(WORKFLOW_COLUMNS, found.map(workflowRow))) console.log(line);
+      }),
     );
 
   workflows

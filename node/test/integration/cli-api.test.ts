@@ -207,6 +207,35 @@ describe("chronofence workflows", TEST_TIMEOUT, () => {
     const cycle = JSON.stringify([{ key: "a", type: "x", depends_on: ["a"] }]);
     expect((await cli(["workflows", "submit", "--nodes", cycle], api())).code).toBe(5);
   });
+
+  it("lists the tenant's workflows, newest first, as a table or one JSON document", async () => {
+    const tenant = await fixture.newTenant();
+    const mine = { CF_API_URL: fixture.api.baseUrl, CF_API_KEY: tenant.apiKey };
+    const own = new ChronofenceClient({ url: fixture.api.baseUrl, apiKey: tenant.apiKey });
+    const ids: string[] = [];
+    for (const type of ["cli.wf-a", "cli.wf-b", "cli.wf-c"]) {
+      const nodes = [{ key: "only", type, delay_ms: 60_000 }];
+      ids.push((await own.workflows.submit({ nodes })).id);
+    }
+    const [human, json, all, bad, refused] = await Promise.all([
+      cli(["workflows", "list", "--limit", "2"], mine),
+      cli(["workflows", "list", "--json"], mine),
+      cli(["workflows", "list", "--limit", "0", "--json"], mine),
+      cli(["workflows", "list", "--limit", "two"], mine),
+      cli(["workflows", "list"], { ...mine, CF_API_KEY: "cfk_wrong" }),
+    ]);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.lines[0]).toMatch(/^ID +STATUS +NODES +PENDING +DEAD +CREATED_AT +FINISHED_AT$/);
+    expect(human.lines.slice(1).map((l) => l.split(/ +/)[0])).toEqual([ids[2], ids[1]]);
+    expect(human.lines[1]).toMatch(/^\S+ +RUNNING +1 +1 +0 +\S+ +-$/);
+    expect(json.code, json.stderr).toBe(0);
+    expect(json.stdout.trimEnd().split("\n")).toHaveLength(1);
+    const listed = JSON.parse(json.stdout).workflows as Array<{ id: string; node_count: number }>;
+    expect(listed.map((w) => w.id)).toEqual([...ids].reverse());
+    expect(listed[0]).toMatchObject({ node_count: 1, status: "RUNNING" });
+    expect(JSON.parse(all.stdout).workflows).toHaveLength(3);
+    expect([bad.code, refused.code]).toEqual([2, 7]);
+  });
 });
 
 const live = new Set<ChildProcess>();

@@ -8,12 +8,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { z } from "zod";
 import {
+  WorkflowPage,
+  WorkflowSummaryResource,
+} from "../../src/adapters/http/openapi/dashboard-resources.js";
+import {
   BatchItem,
   ExecutionCompleted,
   ExecutionExtended,
   ExecutionSettled,
   ExecutionStarted,
   ScheduleDeleted,
+  SchedulePage,
   ScheduleResource,
   ScheduleUpdated,
   ScheduleView,
@@ -184,6 +189,28 @@ describe("ChronofenceClient workflows and schedules", () => {
     );
   });
 
+  it("lists every workflow, newest first, page after page", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const nodes = [{ key: "only", type: "client.wf-list", delay_ms: 60_000 }];
+      ids.push((await client.workflows.submit({ nodes })).id);
+    }
+    const first = strict(WorkflowPage, await client.workflows.page({ limit: 2 }));
+    expect(first.workflows.map((w) => w.id)).toEqual([ids[2], ids[1]]);
+    expect(first.next_cursor).not.toBeNull();
+    const listed: string[] = [];
+    for await (const w of client.workflows.list({ limit: 1 })) {
+      listed.push(strict(WorkflowSummaryResource, w).id);
+    }
+    // One page a workflow: the iterator followed every cursor, and saw each once.
+    expect(listed.filter((id) => ids.includes(id))).toEqual([...ids].reverse());
+    expect(new Set(listed).size).toBe(listed.length);
+    await expect(client.workflows.page({ limit: 0 })).rejects.toMatchObject({
+      status: 400,
+      code: "invalid_request",
+    });
+  });
+
   it("creates, lists, gets, pauses, resumes, updates and deletes a schedule", async () => {
     const created = strict(
       ScheduleResource,
@@ -193,10 +220,20 @@ describe("ChronofenceClient workflows and schedules", () => {
         type: "client.cron",
       }),
     );
+    const other = await client.schedules.create({
+      name: "client-s2",
+      expression: "@hourly",
+      type: "client.cron",
+    });
+    const page = strict(SchedulePage, await client.schedules.page({ limit: 1 }));
+    expect(page.schedules).toHaveLength(1);
+    expect(page.next_cursor).not.toBeNull();
     const listed: string[] = [];
     for await (const s of client.schedules.list({ limit: 1 }))
       listed.push(strict(ScheduleResource, s).id);
-    expect(listed).toContain(created.id);
+    expect(listed).toEqual(expect.arrayContaining([created.id, other.id]));
+    expect(new Set(listed).size).toBe(listed.length);
+    await client.schedules.delete(other.id);
     strict(ScheduleView, await client.schedules.get(created.id, { history: 5 }));
     expect(strict(ScheduleUpdated, await client.schedules.pause(created.id)).paused).toBe(true);
     expect((await client.schedules.resume(created.id)).paused).toBe(false);

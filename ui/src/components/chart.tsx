@@ -17,7 +17,8 @@ export function Chart(props: {
   title: string;
   xs: number[];
   series: ChartSeries[];
-  unit: string;
+  /** The y axis' label of a value: a lateness of 20000 reads `20.0 s`, not a clipped `20000 ms`. */
+  tick: (value: number) => string;
   height?: number;
 }) {
   const host = useRef<HTMLDivElement>(null);
@@ -33,7 +34,7 @@ export function Chart(props: {
       legend: { live: false },
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: true } },
-      axes: [{}, { values: (_u, ticks) => ticks.map((t) => `${t}${props.unit}`), size: 60 }],
+      axes: [{}, { values: (_u, ticks) => ticks.map(props.tick), size: 60 }],
       series: [
         {},
         ...props.series.map((s) => ({ label: s.label, stroke: s.color, width: 2, spanGaps: true })),

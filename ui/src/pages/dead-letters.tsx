@@ -7,6 +7,7 @@
 import { useState } from "preact/hooks";
 import { ApiError, type DeadLetter, get, query, request } from "../api.js";
 import { Action, ErrorBox, Loading } from "../components/common.js";
+import { Pager, useCursors } from "../components/pager.js";
 import { instant, shortId } from "../format.js";
 import { usePoll } from "../poll.js";
 import { linkTo } from "../router.js";
@@ -29,10 +30,10 @@ async function replayAll(taskIds: string[], done: (id: string, outcome: Outcome)
 }
 
 export function DeadLettersPage() {
-  const [cursors, setCursors] = useState<string[]>([]);
+  const cursors = useCursors();
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [outcomes, setOutcomes] = useState<Map<string, Outcome>>(new Map());
-  const cursor = cursors[cursors.length - 1];
+  const { cursor } = cursors;
   const { data, error, reload } = usePoll(
     () =>
       get<{ dead_letters: DeadLetter[]; next_cursor: string | null }>(
@@ -146,22 +147,7 @@ export function DeadLettersPage() {
           </tbody>
         </table>
       )}
-      <div class="pager">
-        <button
-          type="button"
-          disabled={cursors.length === 0}
-          onClick={() => setCursors(cursors.slice(0, -1))}
-        >
-          ← newer
-        </button>
-        <button
-          type="button"
-          disabled={data.next_cursor === null}
-          onClick={() => data.next_cursor && setCursors([...cursors, data.next_cursor])}
-        >
-          older →
-        </button>
-      </div>
+      <Pager cursors={cursors} next={data.next_cursor} />
     </section>
   );
 }

@@ -80,7 +80,7 @@ export function OverviewPage() {
       <div class="charts">
         <Chart
           title="Completed and failed per second"
-          unit="/s"
+          tick={(v) => `${v}/s`}
           xs={xs}
           series={[
             {
@@ -93,7 +93,7 @@ export function OverviewPage() {
         />
         <Chart
           title="Lateness after run_at"
-          unit=" ms"
+          tick={duration}
           xs={xs}
           series={[
             { label: "start p50", color: "#1565c0", values: s.series.map((b) => b.start_p50_ms) },

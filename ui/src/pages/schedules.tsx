@@ -1,19 +1,13 @@
-/**
- * Schedules: the list (expression, zone, next occurrence, paused), and a
- * schedule's page — its definition, the next five fire instants in its own
- * zone (and in yours), pause and resume, its dead man's switch, and the
- * history of its occurrences with the outcome of each one's task.
- */
-import { useState } from "preact/hooks";
 import { get, query, request, type Schedule, type Upcoming } from "../api.js";
 import { Action, ErrorBox, Loading, Status } from "../components/common.js";
+import { Pager, useCursors } from "../components/pager.js";
 import { duration, instant, relative, shortId } from "../format.js";
 import { usePoll } from "../poll.js";
 import { linkTo } from "../router.js";
 
 export function SchedulesPage() {
-  const [cursors, setCursors] = useState<string[]>([]);
-  const cursor = cursors[cursors.length - 1];
+  const cursors = useCursors();
+  const { cursor } = cursors;
   const { data, error } = usePoll(
     () =>
       get<{ schedules: Schedule[]; next_cursor: string | null }>(
@@ -62,22 +56,7 @@ export function SchedulesPage() {
           </tbody>
         </table>
       )}
-      <div class="pager">
-        <button
-          type="button"
-          disabled={cursors.length === 0}
-          onClick={() => setCursors(cursors.slice(0, -1))}
-        >
-          ← first
-        </button>
-        <button
-          type="button"
-          disabled={data.next_cursor === null}
-          onClick={() => data.next_cursor && setCursors([...cursors, data.next_cursor])}
-        >
-          more →
-        </button>
-      </div>
+      <Pager cursors={cursors} next={data.next_cursor} labels={["← previous", "next →"]} />
     </section>
   );
 }

@@ -4,9 +4,9 @@
  * a task submitted elsewhere appears, and its state changes, without a reload.
  * Filters live in the URL (/ui/tasks?status=DEAD), so a view can be shared.
  */
-import { useState } from "preact/hooks";
 import { get, PRIORITIES, query, TASK_STATUSES, type Task } from "../api.js";
 import { ErrorBox, Loading, Status } from "../components/common.js";
+import { Pager, useCursors } from "../components/pager.js";
 import { instant, relative, shortId } from "../format.js";
 import { usePoll } from "../poll.js";
 import { linkTo, navigate, useRoute } from "../router.js";
@@ -23,8 +23,8 @@ export function TasksPage() {
     (typeof FILTERS)[number],
     string
   >;
-  const [cursors, setCursors] = useState<string[]>([]);
-  const cursor = cursors[cursors.length - 1];
+  const cursors = useCursors();
+  const { cursor } = cursors;
   const find = filters.find.trim();
   const path = `/v1/tasks/search${query({
     status: filters.status,
@@ -46,7 +46,7 @@ export function TasksPage() {
     const next = new URLSearchParams(search);
     if (value === "") next.delete(name);
     else next.set(name, value);
-    setCursors([]);
+    cursors.reset();
     const text = next.toString();
     navigate(`/tasks${text === "" ? "" : `?${text}`}`, true);
   };
@@ -54,21 +54,13 @@ export function TasksPage() {
     <section>
       <h1>Tasks</h1>
       <form class="filters" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          state
-          <select
-            name="status"
-            value={filters.status}
-            onChange={(e) => setFilter("status", (e.target as HTMLSelectElement).value)}
-          >
-            <option value="">any</option>
-            {TASK_STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </label>
+        <Choice
+          label="state"
+          name="status"
+          value={filters.status}
+          options={TASK_STATUSES}
+          onChange={setFilter}
+        />
         <label>
           type
           <input
@@ -77,21 +69,13 @@ export function TasksPage() {
             onChange={(e) => setFilter("type", (e.target as HTMLInputElement).value.trim())}
           />
         </label>
-        <label>
-          priority
-          <select
-            name="priority"
-            value={filters.priority}
-            onChange={(e) => setFilter("priority", (e.target as HTMLSelectElement).value)}
-          >
-            <option value="">any</option>
-            {PRIORITIES.map((p) => (
-              <option key={p} value={p}>
-                {p}
-              </option>
-            ))}
-          </select>
-        </label>
+        <Choice
+          label="priority"
+          name="priority"
+          value={filters.priority}
+          options={PRIORITIES}
+          onChange={setFilter}
+        />
         <label>
           run_at from
           <input
@@ -163,24 +147,36 @@ export function TasksPage() {
             </tbody>
           </table>
           {data.tasks.length === 0 && <p class="muted">No task matches.</p>}
-          <div class="pager">
-            <button
-              type="button"
-              disabled={cursors.length === 0}
-              onClick={() => setCursors(cursors.slice(0, -1))}
-            >
-              ← newer
-            </button>
-            <button
-              type="button"
-              disabled={data.next_cursor === null}
-              onClick={() => data.next_cursor && setCursors([...cursors, data.next_cursor])}
-            >
-              older →
-            </button>
-          </div>
+          <Pager cursors={cursors} next={data.next_cursor} />
         </>
       )}
     </section>
+  );
+}
+
+/** A filter of a few fixed values, or "any" (the empty value: no filter). */
+function Choice(props: {
+  label: string;
+  name: string;
+  value: string;
+  options: readonly string[];
+  onChange: (name: string, value: string) => void;
+}) {
+  return (
+    <label>
+      {props.label}
+      <select
+        name={props.name}
+        value={props.value}
+        onChange={(e) => props.onChange(props.name, (e.target as HTMLSelectElement).value)}
+      >
+        <option value="">any</option>
+        {props.options.map((option) => (
+          <option key={option} value={option}>
+            {option}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }

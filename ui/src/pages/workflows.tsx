@@ -1,14 +1,14 @@
 /** Workflows: the tenant's workflows, newest first, with their progress. */
-import { useState } from "preact/hooks";
 import { get, query, type WorkflowSummary } from "../api.js";
 import { ErrorBox, Loading, Status } from "../components/common.js";
+import { Pager, useCursors } from "../components/pager.js";
 import { count, instant, shortId } from "../format.js";
 import { usePoll } from "../poll.js";
 import { linkTo } from "../router.js";
 
 export function WorkflowsPage() {
-  const [cursors, setCursors] = useState<string[]>([]);
-  const cursor = cursors[cursors.length - 1];
+  const cursors = useCursors();
+  const { cursor } = cursors;
   const { data, error } = usePoll(
     () =>
       get<{ workflows: WorkflowSummary[]; next_cursor: string | null }>(
@@ -58,22 +58,7 @@ export function WorkflowsPage() {
           </tbody>
         </table>
       )}
-      <div class="pager">
-        <button
-          type="button"
-          disabled={cursors.length === 0}
-          onClick={() => setCursors(cursors.slice(0, -1))}
-        >
-          ← newer
-        </button>
-        <button
-          type="button"
-          disabled={data.next_cursor === null}
-          onClick={() => data.next_cursor && setCursors([...cursors, data.next_cursor])}
-        >
-          older →
-        </button>
-      </div>
+      <Pager cursors={cursors} next={data.next_cursor} />
     </section>
   );
 }

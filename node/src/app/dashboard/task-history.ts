@@ -57,8 +57,7 @@ export class TaskHistoryService {
 
 export function historyOf(record: TaskHistoryRecord): TaskHistory {
   const { task } = record;
-  // Instants from before the latest failure (or its replay) are an earlier attempt's.
-  const cycleStartMs = record.failedAtMs ?? Number.NEGATIVE_INFINITY;
+  const cycleStartMs = currentAttemptSinceMs(record);
   const current = (ms: number | null) => (ms !== null && ms >= cycleStartMs ? ms : null);
   const late = (ms: number | null) => (ms === null ? null : ms - task.runAtMs);
   const armed = current(record.armedAtMs);
@@ -105,6 +104,16 @@ function finishOf(record: TaskHistoryRecord): { atMs: number; outcome: string } 
 }
 
 /** The attempt the row itself holds: running now, or the one that completed. */
+/**
+ * Instants from before the latest failure (or its replay) are an earlier
+ * attempt's. A DEAD task's latest failure is its last attempt's own end, so
+ * that attempt began after the failure before it (the entry before the last).
+ */
+function currentAttemptSinceMs(record: TaskHistoryRecord): number {
+  if (record.task.status !== "DEAD") return record.failedAtMs ?? Number.NEGATIVE_INFINITY;
+  return record.attempts.at(-2)?.endedAtMs ?? Number.NEGATIVE_INFINITY;
+}
+
 function currentAttempt(record: TaskHistoryRecord, startedAtMs: number | null): AttemptRecord[] {
   const { status } = record.task;
   if ((status !== "RUNNING" && status !== "COMPLETED") || startedAtMs === null) return [];

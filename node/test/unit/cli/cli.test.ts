@@ -6,6 +6,8 @@ import type { Task } from "../../../src/client/types.js";
 import {
   EXIT,
   exitCodeOf,
+  firstOf,
+  pageSizeFor,
   resolveConnection,
   table,
   UsageError,
@@ -13,7 +15,7 @@ import {
 } from "../../../src/main/cli-common.js";
 import { ChangeTracker } from "../../../src/main/tail-cli.js";
 import { submissionOf, taskLines } from "../../../src/main/tasks-cli.js";
-import { workflowOf } from "../../../src/main/workflows-cli.js";
+import { WORKFLOW_COLUMNS, workflowOf, workflowRow } from "../../../src/main/workflows-cli.js";
 
 const files = (entries: Record<string, string>) => (file: string) => entries[file] ?? null;
 const dev = JSON.stringify({ api_url: "http://dev:1", api_key: "cfk_dev", tenant: "dev" });
@@ -153,6 +155,53 @@ describe("output", () => {
     expect(() => workflowOf({}, () => "")).toThrow(UsageError);
     expect(() => workflowOf({ nodes: "[", file: "x" }, () => "")).toThrow(UsageError);
     expect(() => workflowOf({ nodes: "[" }, () => "")).toThrow(/not JSON/);
+  });
+});
+
+describe("list commands", () => {
+  async function* numbers(read: number[]) {
+    for (let n = 1; n <= 10; n++) {
+      read.push(n);
+      yield n;
+    }
+  }
+
+  it("takes the first --limit items and stops reading there; 0 takes all", async () => {
+    const read: number[] = [];
+    expect(await firstOf(numbers(read), 3)).toEqual([1, 2, 3]);
+    expect(read).toEqual([1, 2, 3]);
+    expect(await firstOf(numbers([]), 0)).toHaveLength(10);
+    await expect(firstOf(numbers([]), 1_000_001)).rejects.toBeInstanceOf(UsageError);
+  });
+
+  it("asks for pages no larger than the API allows, nor than --limit", () => {
+    expect(pageSizeFor(0, 500)).toBe(500);
+    expect(pageSizeFor(20, 500)).toBe(20);
+    expect(pageSizeFor(5000, 500)).toBe(500);
+  });
+
+  it("shows a workflow summary as one row under the header", () => {
+    const row = workflowRow({
+      id: "w1",
+      status: "RUNNING",
+      fail_fast: true,
+      node_count: 3,
+      pending_nodes: 2,
+      dead_nodes: 0,
+      created_at: "2030-01-01T00:00:00.000Z",
+      updated_at: "2030-01-01T00:00:01.000Z",
+      finished_at: null,
+    });
+    expect(row).toHaveLength(WORKFLOW_COLUMNS.length);
+    expect(row).toEqual([
+      "w1",
+      "RUNNING (fail_fast)",
+      "3",
+      "2",
+      "0",
+      "2030-01-01T00:00:00.000Z",
+      "-",
+    ]);
   });
 });
 

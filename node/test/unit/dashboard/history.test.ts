@@ -95,6 +95,33 @@ describe("task history", () => {
     expect(h.stages.slice(1).map((s) => s.atMs)).toEqual([null, null, null, null]);
     expect(h.attempts).toEqual([failed]);
   });
+
+  it("shows a DEAD task's last attempt, whose own failure is the latest", () => {
+    const entry = (attempt: number, startedAtMs: number, endedAtMs: number) => ({
+      attempt,
+      fencingToken: String(attempt),
+      workerId: "w",
+      dispatchedAtMs: startedAtMs - 5,
+      startedAtMs,
+      endedAtMs,
+      outcome: attempt === 2 ? ("dead" as const) : ("retried" as const),
+      error: { message: "boom" },
+    });
+    const h = historyOf(
+      record({
+        task: task({ status: "DEAD", runAtMs: 20_000, attempt: 2 }),
+        armedAtMs: 19_000,
+        dispatchedAtMs: 20_005,
+        startedAtMs: 20_010,
+        completedAtMs: null,
+        failedAtMs: 20_100,
+        deadAtMs: 20_100,
+        attempts: [entry(1, 9010, 9100), entry(2, 20_010, 20_100)],
+      }),
+    );
+    expect(h.stages.map((s) => s.atMs)).toEqual([1000, 19_000, 20_005, 20_010, 20_100]);
+    expect(h.stages[4]!.outcome).toBe("DEAD");
+  });
 });
 
 describe("operator token", () => {
