@@ -124,6 +124,32 @@ export async function measureMain(
       await settle();
     };
 
+    // Written after every trial too: a measurement stopped early (a deadline, a machine
+    // too loaded to finish) still leaves the trials it completed.
+    const writeReport = async (completed: number) => {
+      const all = await probe.samples(t.execDir);
+      const quiet = all.filter(
+        (s) => !faultWindows.some(([a, b]) => s.dueMs >= a && s.dueMs <= b + 5000),
+      );
+      const lag = latenessOf(quiet.map((s) => s.latenessMs));
+      const objectives = Object.entries(TARGETS).map(([name, targetMs]) =>
+        summarize({ name, targetMs, samplesMs: samples[name]! } satisfies Objective),
+      );
+      const report = {
+        trials: completed,
+        started_at: new Date(probe.startedAtMs).toISOString(),
+        load_average: os.loadavg().map((l) => Number(l.toFixed(2))),
+        fire_to_start_lag: { ...lag, count: quiet.length, target_p99_ms: 5000 },
+        objectives,
+        samples,
+      };
+      await mkdir(outDir, { recursive: true });
+      const base = path.join(outDir, `measure-${report.started_at.replace(/[:.]/g, "")}`);
+      await writeFile(`${base}.json`, `${JSON.stringify(report, null, 2)}\n`);
+      await writeFile(`${base}.md`, renderMeasure(report));
+      log(`report (${completed} of ${trials} trials): ${base}.md`);
+      return report;
+    };
     for (let trial = 1; trial <= trials; trial++) {
       log(`trial ${trial} of ${trials}`);
       for (const how of ["kill", "sigstop"] as const) {
@@ -193,28 +219,10 @@ export async function measureMain(
         return fired === null ? null : fired - t0;
       });
       await settle();
+      if (trial < trials) await writeReport(trial);
     }
     probe.stop();
-    const all = await probe.samples(t.execDir);
-    const quiet = all.filter(
-      (s) => !faultWindows.some(([a, b]) => s.dueMs >= a && s.dueMs <= b + 5000),
-    );
-    const lag = latenessOf(quiet.map((s) => s.latenessMs));
-    const objectives = Object.entries(TARGETS).map(([name, targetMs]) =>
-      summarize({ name, targetMs, samplesMs: samples[name]! } satisfies Objective),
-    );
-    const report = {
-      trials,
-      started_at: new Date(probe.startedAtMs).toISOString(),
-      fire_to_start_lag: { ...lag, count: quiet.length, target_p99_ms: 5000 },
-      objectives,
-      samples,
-    };
-    await mkdir(outDir, { recursive: true });
-    const base = path.join(outDir, `measure-${report.started_at.replace(/[:.]/g, "")}`);
-    await writeFile(`${base}.json`, `${JSON.stringify(report, null, 2)}\n`);
-    await writeFile(`${base}.md`, renderMeasure(report));
-    log(`report: ${base}.md`);
+    const report = await writeReport(trials);
     process.stdout.write(json ? `${JSON.stringify(report)}\n` : renderMeasure(report));
     return 0;
   } finally {
