@@ -22,6 +22,7 @@ import { HOT_SHARD_COUNT } from "../../node/src/domain/shard.js";
 import { latenessOf, sleepMs } from "../support.js";
 import { onCleanup, undoAll } from "./cleanup.js";
 import { Probe, startAlertReceiver } from "./probe.js";
+import type { ManagedProcess } from "./processes.js";
 import { balanced, normalThresholdMs, type Objective, recoveryMs, summarize } from "./recovery.js";
 import { leaderOf, startTopology, type Topology } from "./topology.js";
 
@@ -153,8 +154,15 @@ export async function measureMain(
     for (let trial = 1; trial <= trials; trial++) {
       log(`trial ${trial} of ${trials}`);
       for (const how of ["kill", "sigstop"] as const) {
-        await until("a leader", async () => (await leaderOf(t)) !== undefined);
-        const leader = (await leaderOf(t))!;
+        // The leader seen is the one used: asking twice raced a lease expiring in between
+        // (at load 70 the second answer was "none" and the measurement died).
+        let seen: ManagedProcess | undefined;
+        await until("a leader", async () => {
+          seen = await leaderOf(t);
+          return seen !== undefined;
+        });
+        if (!seen) throw new Error("no leader within 120 s");
+        const leader = seen;
         await timed(`leader_failover_${how}`, async () => {
           const t0 = Date.now();
           if (how === "kill") await leader.kill9();

@@ -65,13 +65,15 @@ function runHarness(): Promise<RunOutcome> {
   });
 }
 
-function lastJsonLine(stdout: string): Record<string, unknown> {
-  const lines = stdout.trim().split("\n");
+function lastJsonLine(run: RunOutcome, stderrTail: string): Record<string, unknown> {
+  const lines = run.stdout.trim().split("\n");
   const last = lines[lines.length - 1] ?? "";
   try {
     return JSON.parse(last) as Record<string, unknown>;
   } catch {
-    throw new Error(`the harness's last stdout line is not JSON: ${last.slice(0, 500)}`);
+    throw new Error(
+      `the harness's last stdout line is not JSON (exit ${run.code}): ${last.slice(0, 500)}\nits stderr ends:\n${stderrTail}`,
+    );
   }
 }
 
@@ -85,7 +87,7 @@ describe("chaos run (fixed seed, every default fault kind)", () => {
       expect(run.code, `the harness failed (exit ${run.code}); its stderr ends:\n${tail}`).not.toBe(
         2,
       );
-      const report = lastJsonLine(run.stdout);
+      const report = lastJsonLine(run, tail);
       const invariants = report.invariants as Record<
         string,
         { ok: boolean; violations: number; counterexamples: string[] }
