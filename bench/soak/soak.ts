@@ -87,6 +87,9 @@ async function main(): Promise<number> {
     log(`load for ${minutes} min at ${ratePerS} tasks/s, sampling every ${sampleS} s`);
     const sampling = (async () => {
       for (let next = startedAtMs + sampleS * 1000; next <= endMs + 1; next += sampleS * 1000) {
+        // A sample slower than the interval (it took minutes at load 65) skips the slots it
+        // overran, so the sampling ends with the load instead of trailing it by as long again.
+        if (Date.now() > next + sampleS * 1000) continue;
         await sleepMs(Math.max(0, next - Date.now()));
         await sampler.sample();
         loadAverages.push(loadAverage());
