@@ -11,6 +11,16 @@ type Undo = () => Promise<void> | void;
 
 const undos: Array<{ what: string; undo: Undo }> = [];
 let signalled = false;
+let undoing = false;
+
+/**
+ * True once `undoAll` has begun: from then on nothing may be started (a
+ * supervisor restarting a process, a start still retrying), or it would
+ * outlive the run as an orphan with nothing left to stop it.
+ */
+export function cleanupStarted(): boolean {
+  return undoing;
+}
 
 /** Registers `undo`; the returned function runs it now (once) and forgets it. */
 export function onCleanup(what: string, undo: Undo): () => Promise<void> {
@@ -26,6 +36,7 @@ export function onCleanup(what: string, undo: Undo): () => Promise<void> {
 
 /** Runs every registered undo, newest first; one that fails is reported and the rest still run. */
 export async function undoAll(): Promise<void> {
+  undoing = true;
   while (undos.length > 0) {
     const { what, undo } = undos.pop()!;
     try {

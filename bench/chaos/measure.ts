@@ -22,6 +22,7 @@ import { HOT_SHARD_COUNT } from "../../node/src/domain/shard.js";
 import { latenessOf, sleepMs } from "../support.js";
 import { onCleanup, undoAll } from "./cleanup.js";
 import { Probe, startAlertReceiver } from "./probe.js";
+import type { ManagedProcess } from "./processes.js";
 import { balanced, normalThresholdMs, type Objective, recoveryMs, summarize } from "./recovery.js";
 import { leaderOf, startTopology, type Topology } from "./topology.js";
 
@@ -124,11 +125,44 @@ export async function measureMain(
       await settle();
     };
 
+    // Written after every trial too: a measurement stopped early (a deadline, a machine
+    // too loaded to finish) still leaves the trials it completed.
+    const writeReport = async (completed: number) => {
+      const all = await probe.samples(t.execDir);
+      const quiet = all.filter(
+        (s) => !faultWindows.some(([a, b]) => s.dueMs >= a && s.dueMs <= b + 5000),
+      );
+      const lag = latenessOf(quiet.map((s) => s.latenessMs));
+      const objectives = Object.entries(TARGETS).map(([name, targetMs]) =>
+        summarize({ name, targetMs, samplesMs: samples[name]! } satisfies Objective),
+      );
+      const report = {
+        trials: completed,
+        started_at: new Date(probe.startedAtMs).toISOString(),
+        load_average: os.loadavg().map((l) => Number(l.toFixed(2))),
+        fire_to_start_lag: { ...lag, count: quiet.length, target_p99_ms: 5000 },
+        objectives,
+        samples,
+      };
+      await mkdir(outDir, { recursive: true });
+      const base = path.join(outDir, `measure-${report.started_at.replace(/[:.]/g, "")}`);
+      await writeFile(`${base}.json`, `${JSON.stringify(report, null, 2)}\n`);
+      await writeFile(`${base}.md`, renderMeasure(report));
+      log(`report (${completed} of ${trials} trials): ${base}.md`);
+      return report;
+    };
     for (let trial = 1; trial <= trials; trial++) {
       log(`trial ${trial} of ${trials}`);
       for (const how of ["kill", "sigstop"] as const) {
-        await until("a leader", async () => (await leaderOf(t)) !== undefined);
-        const leader = (await leaderOf(t))!;
+        // The leader seen is the one used: asking twice raced a lease expiring in between
+        // (at load 70 the second answer was "none" and the measurement died).
+        let seen: ManagedProcess | undefined;
+        await until("a leader", async () => {
+          seen = await leaderOf(t);
+          return seen !== undefined;
+        });
+        if (!seen) throw new Error("no leader within 120 s");
+        const leader = seen;
         await timed(`leader_failover_${how}`, async () => {
           const t0 = Date.now();
           if (how === "kill") await leader.kill9();
@@ -193,28 +227,10 @@ export async function measureMain(
         return fired === null ? null : fired - t0;
       });
       await settle();
+      if (trial < trials) await writeReport(trial);
     }
     probe.stop();
-    const all = await probe.samples(t.execDir);
-    const quiet = all.filter(
-      (s) => !faultWindows.some(([a, b]) => s.dueMs >= a && s.dueMs <= b + 5000),
-    );
-    const lag = latenessOf(quiet.map((s) => s.latenessMs));
-    const objectives = Object.entries(TARGETS).map(([name, targetMs]) =>
-      summarize({ name, targetMs, samplesMs: samples[name]! } satisfies Objective),
-    );
-    const report = {
-      trials,
-      started_at: new Date(probe.startedAtMs).toISOString(),
-      fire_to_start_lag: { ...lag, count: quiet.length, target_p99_ms: 5000 },
-      objectives,
-      samples,
-    };
-    await mkdir(outDir, { recursive: true });
-    const base = path.join(outDir, `measure-${report.started_at.replace(/[:.]/g, "")}`);
-    await writeFile(`${base}.json`, `${JSON.stringify(report, null, 2)}\n`);
-    await writeFile(`${base}.md`, renderMeasure(report));
-    log(`report: ${base}.md`);
+    const report = await writeReport(trials);
     process.stdout.write(json ? `${JSON.stringify(report)}\n` : renderMeasure(report));
     return 0;
   } finally {

@@ -14,6 +14,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import path from "node:path";
 import { root, sleepMs } from "../support.js";
+import { cleanupStarted } from "./cleanup.js";
 
 /** The longest a SIGTERM is given before SIGKILL. */
 const GRACE_MS = 60_000;
@@ -85,7 +86,7 @@ export class ManagedProcess {
         this.starting = false;
         return;
       } catch (error) {
-        if (Date.now() > deadline) {
+        if (Date.now() > deadline || cleanupStarted()) {
           this.starting = false;
           throw error;
         }
@@ -95,6 +96,10 @@ export class ManagedProcess {
   }
 
   private async startOnce(timeoutMs: number): Promise<void> {
+    if (cleanupStarted()) {
+      this.supervising = false;
+      throw new Error(`${this.spec.name}: not started, the run is stopping`);
+    }
     this.incarnation++;
     this.nodeId = `${this.spec.name}.${this.incarnation}`;
     const log = openSync(path.join(this.spec.logDir, `${this.spec.name}.log`), "a");

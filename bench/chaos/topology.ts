@@ -71,6 +71,9 @@ export const CHAOS_TIMINGS: Record<string, string> = {
 /** The longest lease a pause must outlast: the worker's execution lease (shard leases are 6 s). */
 export const LEASE_MS = 8000;
 
+/** How long the topology's first start gives each process to be ready. */
+const FIRST_START_TIMEOUT_MS = 300_000;
+
 export const DATABASE = "chaos";
 export const REDIS_PREFIX = "chaos";
 export const TOPIC_PREFIX = "chaos.";
@@ -235,9 +238,13 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
     for (const p of processes) p.unsupervise();
     await Promise.all(processes.map((p) => p.kill9()));
   });
-  // Dispatch nodes create the topics; then workers and APIs, each kind in parallel.
+  // Dispatch nodes create the topics; then workers and APIs, each kind in parallel. A worker
+  // is ready once it has joined its four groups, which on a loaded machine (load average
+  // 50 on 2 cores, four topologies at once) took over two minutes.
   for (const kind of ["dispatch", "worker", "api"] as const)
-    await Promise.all(processes.filter((p) => p.spec.kind === kind).map((p) => p.start()));
+    await Promise.all(
+      processes.filter((p) => p.spec.kind === kind).map((p) => p.start(FIRST_START_TIMEOUT_MS)),
+    );
 
   return {
     dir,

@@ -97,46 +97,26 @@ export class Workload {
         overlap_policy: "allow",
         jitter_ms: def.jitter_ms,
       };
-      const answer = await this.client.retrying(
+      const created = await createSchedule(
+        this.client,
         `schedule.create.${i}`,
         this.scheduleKey,
-        "POST",
-        "/v1/schedules",
         body,
       );
-      if (answer.status !== 201) throw new Error(`creating a schedule answered ${answer.status}`);
-      this.schedules.push({
-        ...def,
-        id: answer.body.id,
-        createdAtMs: answer.answeredAtMs,
-        pausedAtMs: null,
-      });
+      this.schedules.push({ ...def, ...created, pausedAtMs: null });
     }
-    const slow = await this.client.retrying(
-      "schedule.create.slow",
-      this.scheduleKey,
-      "POST",
-      "/v1/schedules",
-      {
-        name: "chaos-slow-skip",
-        expression: "*/5 * * * * *",
-        type: "chaos.run",
-        payload: { mode: "slow", ms: 6000 },
-        max_attempts: 10,
-        timeout_ms: 30_000,
-        backoff: BACKOFF,
-        misfire_policy: "fire_once",
-        overlap_policy: "skip",
-      },
-    );
-    if (slow.status !== 201) throw new Error(`creating a schedule answered ${slow.status}`);
-    this.schedules.push({
-      id: slow.body.id,
-      periodMs: 5000,
-      required: false,
-      createdAtMs: slow.answeredAtMs,
-      pausedAtMs: null,
+    const slow = await createSchedule(this.client, "schedule.create.slow", this.scheduleKey, {
+      name: "chaos-slow-skip",
+      expression: "*/5 * * * * *",
+      type: "chaos.run",
+      payload: { mode: "slow", ms: 6000 },
+      max_attempts: 10,
+      timeout_ms: 30_000,
+      backoff: BACKOFF,
+      misfire_policy: "fire_once",
+      overlap_policy: "skip",
     });
+    this.schedules.push({ ...slow, periodMs: 5000, required: false, pausedAtMs: null });
   }
 
   /** Offers the load until `untilMs` (epoch ms), then waits for every answer. */
@@ -363,6 +343,38 @@ export class Workload {
       {},
     );
   }
+}
+
+/**
+ * Creates a schedule, retrying on other APIs while none answers. A create
+ * that committed without its answer reaching us makes the retry answer 409
+ * `name_taken` (names are unique in a tenant): then the schedule of that name
+ * is the one created, found in the list. Its creation instant is taken as the
+ * 409's (later than the truth), so no occurrence before it is required.
+ */
+export async function createSchedule(
+  client: Pick<ChaosClient, "retrying">,
+  op: string,
+  apiKey: string,
+  body: { name: string } & Record<string, unknown>,
+): Promise<{ id: string; createdAtMs: number }> {
+  const answer = await client.retrying(op, apiKey, "POST", "/v1/schedules", body, 120_000);
+  if (answer.status === 201) return { id: answer.body.id, createdAtMs: answer.answeredAtMs };
+  if (answer.status === 409) {
+    const list = await client.retrying(
+      `${op}.find`,
+      apiKey,
+      "GET",
+      "/v1/schedules?limit=1000",
+      undefined,
+      120_000,
+    );
+    const found = (list.body?.schedules as Array<{ id: string; name: string }> | undefined)?.find(
+      (s) => s.name === body.name,
+    );
+    if (list.status === 200 && found) return { id: found.id, createdAtMs: answer.answeredAtMs };
+  }
+  throw new Error(`creating schedule ${body.name} answered ${answer.status}`);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
