@@ -79,7 +79,9 @@ class ScriptedStore implements ExecutionStore {
     return { kind: "retrying", attempt: 1, nextRunAtMs: 0, tenantId: "t", taskId: "x" };
   }
   async handBack(): Promise<never> {
-    throw new Error("not used: every type here has a handler (unit/execution/unknown-type.test.ts)");
+    throw new Error(
+      "not used: every type here has a handler (unit/execution/unknown-type.test.ts)",
+    );
   }
   async replay(): Promise<never> {
     throw new Error("not used");
