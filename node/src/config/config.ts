@@ -196,6 +196,26 @@ const schema = z.object({
   workerRetryBaseMs: intFromEnv(1, 60_000).default(100),
   /** CF_WORKER_MAX_RETAINED: most messages a queue holds behind an unfinished one before its fetch pauses. */
   workerMaxRetained: intFromEnv(1, 10_000_000).default(100_000),
+  /**
+   * CF_WORKER_MAX_WAITING: most messages a queue holds that wait (for their tenant's slot, or for
+   * their run_at) and so do not count toward its fetch limit; then its fetch pauses.
+   */
+  workerMaxWaiting: intFromEnv(1, 1_000_000).default(10_000),
+  /**
+   * CF_WORKER_START_MAX_RETRIES: tries of a task's start while Postgres is unavailable before the
+   * worker leaves it to the reconciler (re-armed after CF_DISPATCH_TIMEOUT_MS).
+   */
+  workerStartMaxRetries: intFromEnv(0, 1_000_000).default(30),
+  /**
+   * CF_WORKER_LEASE_MARGIN_MS: a worker trusts its execution lease until this long before its end
+   * (counted from when the last renewal was sent, at most half of lease − heartbeat); past that,
+   * unrenewed, the handler's signal aborts and the worker sends nothing more for that attempt.
+   */
+  workerLeaseMarginMs: intFromEnv(0, 3_600_000).default(2000),
+  /** CF_WORKER_UNKNOWN_TYPE_RETRY_MS: a task no handler here serves is handed back, due again after this. */
+  workerUnknownTypeRetryMs: intFromEnv(100, DAY_MS).default(30_000),
+  /** CF_WORKER_UNKNOWN_TYPE_DEAD_AFTER_MS: ...and DEAD (unknown_type) once no worker had a handler for this long. */
+  workerUnknownTypeDeadAfterMs: intFromEnv(0, 30 * DAY_MS).default(3_600_000),
   /** CF_WORKER_COMMIT_INTERVAL_MS: how often a queue commits the offsets of durable outcomes. */
   workerCommitIntervalMs: intFromEnv(10, 60_000).default(200),
   /** CF_CRON_PLAN_AHEAD_MS: the planner materialises occurrences due within this. */
@@ -330,6 +350,11 @@ const ENV_NAMES: Record<keyof Config, string> = {
   workerCoalesceMax: "CF_WORKER_COALESCE_MAX",
   workerRetryBaseMs: "CF_WORKER_RETRY_BASE_MS",
   workerMaxRetained: "CF_WORKER_MAX_RETAINED",
+  workerMaxWaiting: "CF_WORKER_MAX_WAITING",
+  workerStartMaxRetries: "CF_WORKER_START_MAX_RETRIES",
+  workerLeaseMarginMs: "CF_WORKER_LEASE_MARGIN_MS",
+  workerUnknownTypeRetryMs: "CF_WORKER_UNKNOWN_TYPE_RETRY_MS",
+  workerUnknownTypeDeadAfterMs: "CF_WORKER_UNKNOWN_TYPE_DEAD_AFTER_MS",
   workerCommitIntervalMs: "CF_WORKER_COMMIT_INTERVAL_MS",
   cronPlanAheadMs: "CF_CRON_PLAN_AHEAD_MS",
   cronOverlapLeadMs: "CF_CRON_OVERLAP_LEAD_MS",

@@ -5,6 +5,11 @@
  */
 import type { Priority } from "./task.js";
 
+/**
+ * Changes only for an incompatible change (a field's meaning, a field gone);
+ * an added field keeps it, since readers ignore fields they do not know
+ * (the compatibility rules are in inbound-envelope.ts).
+ */
 export const ENVELOPE_VERSION = 1;
 
 export const TOPICS = ["critical", "standard", "bulk", "overdue"] as const;

@@ -1,9 +1,38 @@
 /**
  * Reading an envelope back (the worker's side of domain/envelope.ts). A
- * message that is not a well-formed v1 envelope is refused with the reason:
- * the worker counts it and moves on, since no retry can fix it.
+ * message that is not a well-formed envelope is refused with a code and the
+ * reason: the worker counts and logs it and moves on, since no retry can fix
+ * it. The refusal names the task where it can (its task_id and tenant_id are
+ * readable UUIDs): that task is still ARMED in Postgres, and the reconciler
+ * re-arms it after the dispatch timeout, so a garbled copy loses nothing.
+ *
+ * Compatibility (the rules a rolling deployment relies on, docs/architecture.md
+ * section 7): `v` changes only when a field changes its meaning or a field
+ * this reader needs goes away. Adding a field does not change `v`: a reader
+ * ignores fields it does not know (a newer dispatcher's), and a field added
+ * since the first v1 envelope is optional here (the origin fields,
+ * `dispatcher`, `shard`, `shard_epoch`, are not read at all). A `v` this
+ * worker does not read is refused as unsupported, newer or not: upgrade the
+ * workers before the dispatchers that write it.
  */
 import { ENVELOPE_VERSION } from "./envelope.js";
+
+/** Why a message is not an envelope this worker reads: a metric label, a closed set. */
+export type MalformedReason =
+  | "too_large"
+  | "not_json"
+  | "not_an_object"
+  | "unsupported_version"
+  | "bad_fields";
+
+export interface EnvelopeRefusal {
+  ok: false;
+  code: MalformedReason;
+  reason: string;
+  /** Present when readable: the task (still ARMED) an operator may look for. */
+  taskId?: string;
+  tenantId?: string;
+}
 
 export interface InboundEnvelope {
   taskId: string;
@@ -20,32 +49,51 @@ export interface InboundEnvelope {
   workflowId: string | null;
 }
 
-export type ParsedEnvelope =
-  | { ok: true; envelope: InboundEnvelope }
-  | { ok: false; reason: string };
+export type ParsedEnvelope = { ok: true; envelope: InboundEnvelope } | EnvelopeRefusal;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TOKEN = /^[1-9][0-9]{0,18}$/;
+const isUuid = (value: unknown): value is string => typeof value === "string" && UUID.test(value);
 
-export function parseEnvelope(text: string): ParsedEnvelope {
+/**
+ * `maxChars`: longer text is refused unparsed (a dispatcher sends nothing
+ * larger than CF_KAFKA_MAX_MESSAGE_BYTES; each character is a byte or more).
+ */
+export function parseEnvelope(text: string, maxChars = Number.POSITIVE_INFINITY): ParsedEnvelope {
+  if (text.length > maxChars) {
+    return {
+      ok: false,
+      code: "too_large",
+      reason: `${text.length} characters (at most ${maxChars})`,
+    };
+  }
   let raw: Record<string, unknown>;
   try {
     const value: unknown = JSON.parse(text);
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      return { ok: false, reason: "not a JSON object" };
+      return { ok: false, code: "not_an_object", reason: "not a JSON object" };
     }
     raw = value as Record<string, unknown>;
   } catch {
-    return { ok: false, reason: "not JSON" };
+    return { ok: false, code: "not_json", reason: "not JSON" };
   }
-  if (raw.v !== ENVELOPE_VERSION)
-    return { ok: false, reason: `unsupported version ${String(raw.v)}` };
+  const names = {
+    ...(isUuid(raw.task_id) && { taskId: raw.task_id }),
+    ...(isUuid(raw.tenant_id) && { tenantId: raw.tenant_id }),
+  };
+  if (raw.v !== ENVELOPE_VERSION) {
+    const newer = Number.isSafeInteger(raw.v) && (raw.v as number) > ENVELOPE_VERSION;
+    const reason = newer
+      ? `version ${String(raw.v)} is newer than this worker reads (${ENVELOPE_VERSION}): upgrade the workers first`
+      : `unsupported version ${JSON.stringify(raw.v) ?? "(none)"}`;
+    return { ok: false, code: "unsupported_version", reason, ...names };
+  }
   const runAtMs = typeof raw.run_at === "string" ? Date.parse(raw.run_at) : Number.NaN;
   const dispatchedAtMs =
     typeof raw.dispatched_at === "string" ? Date.parse(raw.dispatched_at) : Number.NaN;
   const problems = [
-    typeof raw.task_id === "string" && UUID.test(raw.task_id) ? null : "task_id",
-    typeof raw.tenant_id === "string" && UUID.test(raw.tenant_id) ? null : "tenant_id",
+    isUuid(raw.task_id) ? null : "task_id",
+    isUuid(raw.tenant_id) ? null : "tenant_id",
     typeof raw.type === "string" && raw.type.length > 0 ? null : "type",
     Number.isSafeInteger(raw.attempt) && (raw.attempt as number) >= 0 ? null : "attempt",
     typeof raw.fencing_token === "string" && TOKEN.test(raw.fencing_token) ? null : "fencing_token",
@@ -55,10 +103,12 @@ export function parseEnvelope(text: string): ParsedEnvelope {
     raw.idempotency_key === null || typeof raw.idempotency_key === "string"
       ? null
       : "idempotency_key",
-    raw.workflow_id === undefined || typeof raw.workflow_id === "string" ? null : "workflow_id",
-    "payload" in raw ? null : "payload",
+    raw.workflow_id === undefined || isUuid(raw.workflow_id) ? null : "workflow_id",
+    Object.hasOwn(raw, "payload") ? null : "payload",
   ].filter((p) => p !== null);
-  if (problems.length > 0) return { ok: false, reason: `bad ${problems.join(", ")}` };
+  if (problems.length > 0) {
+    return { ok: false, code: "bad_fields", reason: `bad ${problems.join(", ")}`, ...names };
+  }
   return {
     ok: true,
     envelope: {

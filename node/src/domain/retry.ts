@@ -24,7 +24,7 @@ export interface RetryState {
   backoff: BackoffPolicy;
 }
 
-export type DeadReason = "exhausted" | "non_retryable" | "lease_expired";
+export type DeadReason = "exhausted" | "non_retryable" | "lease_expired" | "unknown_type";
 
 export type FailureDecision =
   | { kind: "retry"; delayMs: number; nextRunAtMs: number }

@@ -171,6 +171,7 @@ export function kafkaTransport(config: Config): Transport {
         topicPrefix: config.topicPrefix,
         kind: options.kind,
         maxInFlight: options.maxInFlight,
+        maxWaiting: options.maxWaiting,
         maxRetained: options.maxRetained,
         commitIntervalMs: config.workerCommitIntervalMs,
         sessionTimeoutMs: config.workerSessionTimeoutMs,

@@ -128,13 +128,32 @@ export async function startWorker(
       { hotWindowMs: config.hotWindowMs },
     );
     const executor = new Executor(
-      { executions, handlers: registry, clock, metrics, onError },
+      {
+        executions,
+        handlers: registry,
+        clock,
+        metrics,
+        onError,
+        onNoHandler: (type, taskId, outcome) =>
+          log.warn(
+            { queue, type, taskId, outcome, deadAfterMs: config.workerUnknownTypeDeadAfterMs },
+            outcome === "handed_back"
+              ? "no handler for this task type here: handed back for another worker"
+              : "no worker had a handler for this task type in time: dead-lettered",
+          ),
+      },
       {
         workerId,
         leaseMs: config.workerLeaseMs,
         heartbeatMs: config.workerHeartbeatMs,
         dependencyRetryMs: config.workerRetryBaseMs,
         maxResultBytes: config.workerMaxResultBytes,
+        startMaxRetries: config.workerStartMaxRetries,
+        leaseMarginMs: config.workerLeaseMarginMs,
+        unknownType: {
+          retryMs: config.workerUnknownTypeRetryMs,
+          deadAfterMs: config.workerUnknownTypeDeadAfterMs,
+        },
       },
     );
     executors.push(executor);
@@ -142,9 +161,10 @@ export async function startWorker(
     const consumer = infra.transport.consumer({
       kind: queue,
       clientId: `chronofence-${workerId}-${queue}`,
-      // Twice the slots: a message is ready the moment one frees, and a tenant at its cap
-      // holds back the fetch only once it fills the margin.
+      // Twice the slots: a message is ready the moment one frees. Messages waiting for their
+      // tenant's slot (or their run_at) are not counted, up to CF_WORKER_MAX_WAITING.
       maxInFlight: concurrency * 2,
+      maxWaiting: config.workerMaxWaiting,
       maxRetained: config.workerMaxRetained,
       onError: (error) => onError(error, `kafka consumer ${queue}`),
       onRunning: (up) => metrics.consumerUp(queue, up),
@@ -155,8 +175,12 @@ export async function startWorker(
       executor,
       limiter: new QueueLimiter(concurrency, config.workerTenantConcurrency),
       metrics,
-      onMalformed: (reason) =>
-        log.warn({ queue, reason }, "skipped a message that is not an envelope"),
+      maxEnvelopeChars: config.kafkaMaxMessageBytes,
+      onMalformed: ({ code, reason, taskId, tenantId }, length) =>
+        log.warn(
+          { queue, code, reason, taskId, tenantId, length },
+          "skipped a message that is not an envelope this worker reads (its task, if any, stays ARMED: the reconciler re-arms it)",
+        ),
       onError,
     });
     await consumer.start(run);

@@ -22,7 +22,10 @@
  *    answers `stale` for start/complete/fail (the state moved on) — callers
  *    treat a `stale` after an unknown outcome as "done or taken over".
  *  - Times are epoch milliseconds read from the caller's injected clock
- *    (`nowMs`); the store never reads a clock of its own.
+ *    (`nowMs`), read when the call is sent (a lease dated before a retry
+ *    loop could be expired on arrival). One exception: whether a task is due
+ *    is the database's clock's to say (`start` answers `not_due`), so no
+ *    node's clock — fast, or a worker's over HTTP — can start a task early.
  *
  * Tenancy: every method that takes an `ExecutionRef` is scoped to
  * `ref.tenantId` and, in the Postgres adapter built for the API role
@@ -89,8 +92,22 @@ export interface StartedExecution {
 
 export type StartOutcome =
   | { kind: "started"; execution: StartedExecution }
+  /**
+   * ARMED with this token, but its run_at is still ahead of the database's
+   * now() by `dueInMs` (0: it became due meanwhile): nothing changed, ask
+   * again then. Not a failure: no attempt is spent.
+   */
+  | { kind: "not_due"; dueInMs: number }
   | { kind: "stale" }
   | { kind: "not_found" };
+
+/** How a worker with no handler for a task's type hands it back (ExecutionStore.handBack). */
+export interface HandBackPolicy {
+  /** Due again then, for another worker (one that knows the type, after a rolling deployment). */
+  retryAtMs: number;
+  /** Dead (reason unknown_type) once no worker had a handler for this long. */
+  deadAfterMs: number;
+}
 
 export type HeartbeatOutcome =
   | { kind: "extended"; leaseExpiresAtMs: number }
@@ -152,8 +169,10 @@ export interface ExpiredLease {
 export interface ExecutionStore {
   /**
    * ARMED → RUNNING, fenced: only if the task is ARMED with exactly
-   * `ref.fencingToken`. Sets lease_owner = workerId, lease_expires_at =
-   * nowMs + leaseMs, started_at = nowMs, attempt = attempt + 1.
+   * `ref.fencingToken` and its run_at is not after the database's now().
+   * Sets lease_owner = workerId, lease_expires_at = nowMs + leaseMs,
+   * started_at = nowMs, attempt = attempt + 1.
+   * `not_due`: ARMED with this token but due later by the database's clock.
    * `stale`: wrong token, cancelled, a duplicate delivery (already RUNNING or
    * further), terminal. A worker that gets `stale` must not run the task.
    */
@@ -206,6 +225,23 @@ export interface ExecutionStore {
    * (fail_fast) or was cancelled: CANCELLED. Never DEAD.
    */
   interrupt(ref: ExecutionRef, failure: ExecutionFailure, nowMs: number): Promise<FailOutcome>;
+
+  /**
+   * RUNNING → SCHEDULED at `policy.retryAtMs`, fenced, for an attempt whose
+   * worker has no handler for the task's type: as `interrupt`, the attempt
+   * is given back and a new token drawn. `failure` is stored as last_error
+   * with `details.unhandled_since_ms`, the first hand back of this run of
+   * them (kept from the last_error of an earlier one); once nowMs is
+   * `policy.deadAfterMs` past it, the task is DEAD instead (reason
+   * unknown_type, with its dead letter). A workflow node whose workflow
+   * already failed or was cancelled: CANCELLED.
+   */
+  handBack(
+    ref: ExecutionRef,
+    failure: ExecutionFailure,
+    nowMs: number,
+    policy: HandBackPolicy,
+  ): Promise<FailOutcome>;
 
   /**
    * A DEAD task of this tenant → SCHEDULED at nowMs with a new fencing token;

@@ -9,6 +9,8 @@
  *  - one queue per topic kind (critical, standard, bulk, overdue); a consumer
  *    of a kind gets only that kind's messages, with the text as published;
  *  - messages published before any consumer started are delivered too;
+ *  - at most `maxInFlight` messages handed out and unfinished, not counting
+ *    those their handler says are waiting, of which at most `maxWaiting`;
  *  - at least once: a message whose handler did not answer `true` ("commit")
  *    is delivered again, to the next consumer of its queue (Kafka: after a
  *    rebalance or a restart from the last committed offset); one answered
@@ -22,7 +24,18 @@ import type { Publisher } from "./publisher.js";
  * committed (its outcome is durable, or there is nothing to do), false if it
  * must be delivered again (the worker is stopping). Never rejects.
  */
-export type MessageHandler = (value: string) => Promise<boolean>;
+export type MessageHandler = (value: string, delivery: Delivery) => Promise<boolean>;
+
+/**
+ * What a handler may tell its consumer about one message it holds. A
+ * message `waiting` (for its tenant's slot, or for its run_at) does not
+ * count toward `maxInFlight`, so one tenant's backlog cannot stop the
+ * messages of every other tenant behind it; such messages are bounded by
+ * `maxWaiting` instead. It still holds its queue's commit point (Kafka).
+ */
+export interface Delivery {
+  waiting(isWaiting: boolean): void;
+}
 
 export interface QueueConsumer {
   /** Resolves once the consumer receives messages (Kafka: joined its group). */
@@ -39,8 +52,10 @@ export interface ConsumerOptions {
   kind: TopicKind;
   /** Names this consumer to its transport (Kafka's client id). */
   clientId: string;
-  /** Messages handed to the handler and not finished yet, at most. */
+  /** Messages handed to the handler and not finished yet, at most, not counting those waiting. */
   maxInFlight: number;
+  /** Messages handed out and waiting (Delivery.waiting), at most: then the consumer takes no more. */
+  maxWaiting: number;
   /** Messages handed out and not yet past their queue's commit point, at most. */
   maxRetained: number;
   onError: (error: unknown) => void;

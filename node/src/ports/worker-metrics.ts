@@ -1,3 +1,7 @@
+import type { MalformedReason } from "../domain/inbound-envelope.js";
+
+export type { MalformedReason };
+
 /** What the worker role reports; the metrics adapter turns it into Prometheus series. */
 export type WorkerOutcome =
   | "completed"
@@ -7,7 +11,14 @@ export type WorkerOutcome =
   | "dead"
   | "cancelled"
   | "stale"
-  | "lost_lease";
+  | "lost_lease"
+  /** No handler for the type here: handed back for another worker, the attempt not counted. */
+  | "handed_back"
+  /** Delivered before its run_at by the database's clock: started again once due. */
+  | "not_due"
+  /** The start could not reach Postgres within CF_WORKER_START_MAX_RETRIES: left to the reconciler. */
+  | "start_given_up";
+
 /** Where a stale fencing token was refused. */
 export type StaleAt = "start" | "heartbeat" | "complete" | "fail" | "interrupt";
 
@@ -21,8 +32,12 @@ export interface WorkerMetrics {
   retried(type: string): void;
   deadLettered(type: string): void;
   inFlight(tenantId: string, delta: 1 | -1): void;
-  /** Messages that were not envelopes (skipped and committed). */
-  malformed(queue: string): void;
+  /** Messages that were not envelopes (skipped and committed), by why. */
+  malformed(queue: string, reason: MalformedReason): void;
+  /** An envelope whose type no handler here serves (alert on it: a rolling deployment, or a typo). */
+  noHandler(type: string): void;
+  /** A running attempt aborted because its lease could not be renewed before the local deadline. */
+  leaseDeadlinePassed(): void;
   /** A Postgres/Kafka call that failed and is being retried. */
   dependencyRetry(what: string): void;
   /** A queue's consumer joined its group (true) or crashed and awaits its restart (false). */
@@ -38,6 +53,8 @@ export const noWorkerMetrics: WorkerMetrics = {
   deadLettered: () => undefined,
   inFlight: () => undefined,
   malformed: () => undefined,
+  noHandler: () => undefined,
+  leaseDeadlinePassed: () => undefined,
   dependencyRetry: () => undefined,
   consumerUp: () => undefined,
 };

@@ -45,6 +45,7 @@ export function transportContract(name: string, open: () => Promise<TransportSub
         kind,
         clientId: `contract-${kind}`,
         maxInFlight: 16,
+        maxWaiting: 16,
         maxRetained: 1000,
         onError: () => undefined,
       });

@@ -290,7 +290,8 @@ describe("failures", () => {
   it("a retry that crosses midnight moves the row to the next day's partition, and its key with it", async () => {
     const key = `k-${randomUUID()}`;
     const midnight = Math.ceil(Date.now() / DAY_MS) * DAY_MS;
-    const task = await armedTask({ runAtMs: midnight - 2000, key });
+    // Due already (a start waits for run_at by the database's clock); the fail's clock is midnight's.
+    const task = await armedTask({ runAtMs: Date.now() - 1000, key });
     const before = await rowOf(task.taskId);
     await store.start(task, "w1", 5000, midnight - 1000);
     random = 0.999_999; // 1000 ms for attempt 1

@@ -10,7 +10,9 @@
  * which the Node worker runs on too) does the fencing and the hot-tier
  * follow-ups; this module validates, scopes every call to the caller's tenant, and maps
  * outcomes: `stale` → 409 (code invalid_transition, details.reason
- * "stale_fencing_token"), `not_found` → 404 (another tenant's task too).
+ * "stale_fencing_token"), a start before run_at (by the database's clock) →
+ * 409 with details.reason "not_due" and due_in_ms, `not_found` → 404
+ * (another tenant's task too).
  */
 import { z } from "zod";
 import type { ExecutionService } from "../../app/execution/execution-service.js";
@@ -123,6 +125,7 @@ export function executionRoutes(deps: ExecutionRouteDeps, admitting: Admitting):
         body.lease_ms,
         deps.nowMs(),
       );
+      if (outcome.kind === "not_due") throw notDue(taskId, outcome.dueInMs);
       if (outcome.kind !== "started") throw refusal(outcome.kind, taskId);
       const { execution } = outcome;
       return json(200, {
@@ -265,6 +268,15 @@ function refusal(kind: "stale" | "not_found", taskId: string): ChronofenceError 
     ErrorCode.InvalidTransition,
     "stale fencing token: this attempt is no longer the task's current one, or the task moved on",
     { details: { ...details, reason: "stale_fencing_token" } },
+  );
+}
+
+/** The task is not due yet by the database's clock: nothing changed; start again after due_in_ms. */
+function notDue(taskId: string, dueInMs: number): ChronofenceError {
+  return new ChronofenceError(
+    ErrorCode.InvalidTransition,
+    "the task is not due yet (by the database's clock): start it again after details.due_in_ms",
+    { details: { task_id: taskId.slice(0, 64), reason: "not_due", due_in_ms: dueInMs } },
   );
 }
 

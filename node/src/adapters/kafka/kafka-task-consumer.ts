@@ -9,7 +9,10 @@
  * only once every batch of the last fetch was handled, so awaiting each
  * outcome there would make one slow handler (or one busy tenant) hold up
  * every partition of the queue, and make each fetch wait for a round trip
- * to Postgres per message.
+ * to Postgres per message. Messages their handler says are waiting (for a
+ * busy tenant's slot, for their run_at) are not counted there but against
+ * `maxWaiting`: a tenant that floods the queue with long tasks would
+ * otherwise fill `maxInFlight` with its waiters and stop every partition.
  *
  * Offsets: committed by us (kafkajs' resolveOffset only moves the fetch
  * position here), every `commitIntervalMs`, and only up to a prefix of
@@ -39,8 +42,10 @@ export interface TaskConsumerOptions {
   clientId: string;
   topicPrefix: string;
   kind: TopicKind;
-  /** Messages handed to the handler and not finished yet, at most. */
+  /** Messages handed to the handler and not finished yet, at most, not counting those waiting. */
   maxInFlight: number;
+  /** Messages handed out and waiting (Delivery.waiting), at most (default: no bound of its own). */
+  maxWaiting?: number;
   /** Messages handed out and not yet past their partition's commit point, at most. */
   maxRetained: number;
   commitIntervalMs: number;
@@ -75,6 +80,8 @@ export class KafkaTaskConsumer implements QueueConsumer {
   private readonly topic: string;
   private readonly watermarks = new OffsetWatermarks();
   private inFlight = 0;
+  /** Of `inFlight`, those whose handler said they wait. */
+  private waiting = 0;
   private roomWaiters: Array<() => void> = [];
   private stopping = false;
   private commitTimer: NodeJS.Timeout | undefined;
@@ -238,26 +245,38 @@ export class KafkaTaskConsumer implements QueueConsumer {
   private hand(handle: MessageHandler, partition: number, offset: string, value: Buffer | null) {
     const handout = this.watermarks.begin(partition, offset);
     this.inFlight++;
+    let waits = false;
+    const delivery = {
+      waiting: (isWaiting: boolean) => {
+        if (isWaiting === waits) return;
+        waits = isWaiting;
+        this.waiting += isWaiting ? 1 : -1;
+        if (!isWaiting) return;
+        this.wakeRoom(); // its slot in maxInFlight is free for the fetch
+      },
+    };
     // A tombstone (no value) is not an envelope: the handler skips it as malformed.
-    void handle(value?.toString("utf8") ?? "")
+    void handle(value?.toString("utf8") ?? "", delivery)
       .then((durable) => {
         if (durable) this.watermarks.done(handout);
       })
       .finally(() => {
+        delivery.waiting(false);
         this.inFlight--;
         this.wakeRoom();
       });
   }
 
   /**
-   * Waits while `maxInFlight` messages are unfinished, or `maxRetained` are
-   * held behind an unfinished one (a long task holds its partition's commit
-   * point; what finished after it is kept until it does): the fetch goes no
-   * further ahead.
+   * Waits while `maxInFlight` messages are unfinished and not waiting, or
+   * `maxWaiting` are waiting, or `maxRetained` are held behind an unfinished
+   * one (a long task holds its partition's commit point; what finished after
+   * it is kept until it does): the fetch goes no further ahead.
    */
   private async room(giveUp: () => boolean): Promise<void> {
     while (
-      (this.inFlight >= this.options.maxInFlight ||
+      (this.inFlight - this.waiting >= this.options.maxInFlight ||
+        this.waiting >= (this.options.maxWaiting ?? Number.POSITIVE_INFINITY) ||
         this.watermarks.retained >= this.options.maxRetained) &&
       !this.stopping &&
       !giveUp()

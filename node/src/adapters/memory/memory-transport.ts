@@ -13,8 +13,9 @@
  *  - the queue keeps what nobody consumes yet, as a new consumer group
  *    starts at the beginning of its topic.
  *  - `maxInFlight` bounds the messages a consumer has handed out and not
- *    finished; `maxRetained` does not apply: there is no commit point that
- *    a long task could hold back.
+ *    finished, not counting those their handler says are waiting, which
+ *    `maxWaiting` bounds; `maxRetained` does not apply: there is no commit
+ *    point that a long task could hold back.
  *  - nothing survives the process. That loses no task: the ARMED row in
  *    Postgres is the durable record, and the reconciler re-arms a task
  *    nobody started (docs/architecture.md, section 6, step 10).
@@ -74,6 +75,8 @@ class MemoryQueue {
 class MemoryQueueConsumer implements QueueConsumer {
   private handle: MessageHandler | undefined;
   private inFlight = 0;
+  /** Of `inFlight`, those whose handler said they wait. */
+  private waiting = 0;
   private stopping = false;
   /** Answered false: delivered again to the next consumer once this one stops. */
   private readonly uncommitted: string[] = [];
@@ -101,16 +104,30 @@ class MemoryQueueConsumer implements QueueConsumer {
   pump(): void {
     const handle = this.handle;
     if (!handle) return;
-    while (!this.stopping && this.inFlight < this.options.maxInFlight) {
+    while (
+      !this.stopping &&
+      this.inFlight - this.waiting < this.options.maxInFlight &&
+      this.waiting < this.options.maxWaiting
+    ) {
       const value = this.queue.take();
       if (value === undefined) return;
       this.inFlight++;
-      void handle(value)
+      let waits = false;
+      const delivery = {
+        waiting: (isWaiting: boolean) => {
+          if (isWaiting === waits) return;
+          waits = isWaiting;
+          this.waiting += isWaiting ? 1 : -1;
+          if (isWaiting) queueMicrotask(() => this.pump()); // its slot is free for the next
+        },
+      };
+      void handle(value, delivery)
         .catch((error: unknown) => {
           this.options.onError(error); // the contract says never; keep the message if it does
           return false;
         })
         .then((commit) => {
+          delivery.waiting(false);
           if (!commit) this.uncommitted.push(value);
           this.inFlight--;
           if (this.inFlight === 0) for (const wake of this.idleWaiters.splice(0)) wake();

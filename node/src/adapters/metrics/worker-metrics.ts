@@ -4,7 +4,12 @@
  * values and counts the rest as "other" (label-cap.ts).
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { StaleAt, WorkerMetrics, WorkerOutcome } from "../../ports/worker-metrics.js";
+import type {
+  MalformedReason,
+  StaleAt,
+  WorkerMetrics,
+  WorkerOutcome,
+} from "../../ports/worker-metrics.js";
 import { LabelCap } from "./label-cap.js";
 
 export interface WorkerMetricsOptions {
@@ -58,8 +63,17 @@ export class PromWorkerMetrics implements WorkerMetrics {
   ]);
   private readonly malformedTotal = this.counter(
     "cf_worker_malformed_messages_total",
-    "Messages that were not envelopes (skipped)",
-    ["queue"],
+    "Messages that were not envelopes (skipped), by queue and why",
+    ["queue", "reason"],
+  );
+  private readonly noHandlerTotal = this.counter(
+    "cf_worker_no_handler_total",
+    "Envelopes of a type no handler here serves (handed back, then dead after CF_WORKER_UNKNOWN_TYPE_DEAD_AFTER_MS)",
+    ["type"],
+  );
+  private readonly leaseDeadlines = this.counter(
+    "cf_worker_lease_deadline_total",
+    "Running attempts aborted: their execution lease could not be renewed before its local deadline",
   );
   private readonly dependency = this.counter(
     "cf_worker_dependency_retries_total",
@@ -106,8 +120,14 @@ export class PromWorkerMetrics implements WorkerMetrics {
   inFlight(tenantId: string, delta: 1 | -1): void {
     this.inFlightGauge.inc({ tenant: this.tenants.of(tenantId) }, delta);
   }
-  malformed(queue: string): void {
-    this.malformedTotal.inc({ queue });
+  malformed(queue: string, reason: MalformedReason): void {
+    this.malformedTotal.inc({ queue, reason });
+  }
+  noHandler(type: string): void {
+    this.noHandlerTotal.inc({ type: this.types.of(type) });
+  }
+  leaseDeadlinePassed(): void {
+    this.leaseDeadlines.inc();
   }
   dependencyRetry(call: string): void {
     this.dependency.inc({ call });

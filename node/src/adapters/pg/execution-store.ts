@@ -19,6 +19,7 @@ import type {
   ExecutionStore,
   ExpiredLease,
   FailOutcome,
+  HandBackPolicy,
   HeartbeatOutcome,
   ReplayOutcome,
   StartOutcome,
@@ -29,6 +30,7 @@ import { ExecutionBatches, type StartRow } from "./execution-batches.js";
 import {
   FencedCalls,
   hasRunAt,
+  type Missing,
   type Queryable,
   UUID,
   withRunAt,
@@ -50,6 +52,7 @@ import {
   lockRunningTask,
   MOVE_IDEMPOTENCY_KEYS,
   REPLAY_TASK,
+  START_REFUSAL,
   startTask,
 } from "./sql/execution.js";
 import { parentResults } from "./workflow-release.js";
@@ -75,6 +78,29 @@ const START = [startTask(false), startTask(true)] as const;
 const HEARTBEAT = [heartbeatTask(false), heartbeatTask(true)] as const;
 const COMPLETE = [completeTask(false), completeTask(true)] as const;
 const LOCK_RUNNING = [lockRunningTask(false), lockRunningTask(true)] as const;
+const LOCK_RUNNING_WITH_ERROR = [
+  lockRunningTask(false, true),
+  lockRunningTask(true, true),
+] as const;
+
+/** Why a start changed nothing: not found, not due yet by the database's clock, or stale. */
+async function startRefusal(
+  db: Queryable,
+  ref: ExecutionRef,
+): Promise<{ kind: "not_due"; dueInMs: number } | Missing> {
+  const row = (await db.query(START_REFUSAL, [ref.tenantId, ref.taskId, ref.fencingToken])).rows[0];
+  if (!row) return { kind: "not_found" };
+  if (row.armed) return { kind: "not_due", dueInMs: Math.ceil(row.due_in_ms) };
+  return { kind: "stale" };
+}
+
+/** The first hand back of an unbroken run of them, from the task's last_error (null: none before). */
+function unhandledSinceMs(lastError: unknown, code: string | undefined): number | null {
+  const error = lastError as { code?: unknown; details?: { unhandled_since_ms?: unknown } } | null;
+  if (error?.code !== code) return null;
+  const sinceMs = error?.details?.unhandled_since_ms;
+  return typeof sinceMs === "number" && Number.isFinite(sinceMs) ? sinceMs : null;
+}
 
 export class PgExecutionStore implements ExecutionStore {
   private readonly calls: FencedCalls;
@@ -116,7 +142,7 @@ export class PgExecutionStore implements ExecutionStore {
         const all = withRunAtParam(ref, [...params, dispatchedMs]);
         row = (await db.query(START[withRunAt(ref)], all)).rows[0];
       }
-      if (!row) return null;
+      if (!row) return startRefusal(db, ref);
       return {
         kind: "started" as const,
         execution: {
@@ -193,6 +219,26 @@ export class PgExecutionStore implements ExecutionStore {
     }));
   }
 
+  handBack(
+    ref: ExecutionRef,
+    failure: ExecutionFailure,
+    nowMs: number,
+    policy: HandBackPolicy,
+  ): Promise<FailOutcome> {
+    const decide = (row: FailureRow): DecidedFailure => {
+      const lastError = (row as FailureRow & { last_error: unknown }).last_error;
+      const sinceMs = unhandledSinceMs(lastError, failure.code) ?? nowMs;
+      const kept = { ...failure, details: { unhandled_since_ms: sinceMs } };
+      if (nowMs - sinceMs >= policy.deadAfterMs) {
+        return { row, failure: kept, decision: { kind: "dead", reason: "unknown_type" } };
+      }
+      const delayMs = Math.max(0, policy.retryAtMs - nowMs);
+      const decision = { kind: "retry" as const, delayMs, nextRunAtMs: nowMs + delayMs };
+      return { row, failure: kept, decision, givenBack: true };
+    };
+    return this.settleOne(ref, "hand back execution", nowMs, decide, LOCK_RUNNING_WITH_ERROR);
+  }
+
   async replay(
     tenantId: string,
     taskId: string,
@@ -224,13 +270,14 @@ export class PgExecutionStore implements ExecutionStore {
     operation: string,
     nowMs: number,
     decide: (row: FailureRow) => DecidedFailure,
+    lock: readonly [string, string] = LOCK_RUNNING,
   ): Promise<FailOutcome> {
     return this.calls.fenced(
       ref,
       operation,
       async (db) => {
         const params = [ref.tenantId, ref.taskId, ref.fencingToken];
-        const locked = await db.query(LOCK_RUNNING[withRunAt(ref)], withRunAtParam(ref, params));
+        const locked = await db.query(lock[withRunAt(ref)], withRunAtParam(ref, params));
         const row: FailureRow | undefined = locked.rows[0];
         if (!row) return null;
         const settled = await settleFailures(db, [decide(row)], nowMs, () => this.options.newId());

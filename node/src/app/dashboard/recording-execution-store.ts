@@ -13,6 +13,7 @@ import type {
   ExecutionStore,
   ExpiredLease,
   FailOutcome,
+  HandBackPolicy,
   HeartbeatOutcome,
   ReplayOutcome,
   StartOutcome,
@@ -64,6 +65,18 @@ export class RecordingExecutionStore implements ExecutionStore {
   /** Not the task's failure (its worker stopped): not counted. */
   interrupt(ref: ExecutionRef, failure: ExecutionFailure, nowMs: number): Promise<FailOutcome> {
     return this.inner.interrupt(ref, failure, nowMs);
+  }
+
+  /** No handler here: counted only if it ends the task (no worker had one for long enough). */
+  async handBack(
+    ref: ExecutionRef,
+    failure: ExecutionFailure,
+    nowMs: number,
+    policy: HandBackPolicy,
+  ): Promise<FailOutcome> {
+    const outcome = await this.inner.handBack(ref, failure, nowMs, policy);
+    if (outcome.kind === "dead") this.recordFailure(ref.tenantId, outcome.kind, nowMs);
+    return outcome;
   }
 
   replay(

@@ -22,6 +22,7 @@ import type {
   ExecutionRef,
   ExecutionStore,
   FailOutcome,
+  HandBackPolicy,
   HeartbeatOutcome,
   ReplayOutcome,
   StartOutcome,
@@ -82,6 +83,18 @@ export class ExecutionService {
     nowMs: number,
   ): Promise<FailOutcome> {
     const outcome = await this.deps.store.interrupt(ref, failure, nowMs);
+    await this.afterFailure(outcome, nowMs);
+    return outcome;
+  }
+
+  /** No handler for the type here: due again later for another worker, the attempt given back. */
+  async handBack(
+    ref: ExecutionRef,
+    failure: ExecutionFailure,
+    nowMs: number,
+    policy: HandBackPolicy,
+  ): Promise<FailOutcome> {
+    const outcome = await this.deps.store.handBack(ref, failure, nowMs, policy);
     await this.afterFailure(outcome, nowMs);
     return outcome;
   }

@@ -2,15 +2,34 @@
  * Runs one envelope through the fenced execution protocol (docs/architecture.md
  * section 6, step 9):
  *
- *   start (fenced ARMED → RUNNING; 0 rows ⇒ stale: skip, count)
+ *   start (fenced ARMED → RUNNING, only once due by the database's clock;
+ *          0 rows ⇒ stale: skip, count; not due ⇒ "not_due", ask again then)
+ *     → no handler for the type? hand it back (due again later for another
+ *       worker, the attempt given back; DEAD after unknownType.deadAfterMs)
  *     → handler(payload, ctx), with the execution lease renewed every
  *       heartbeatMs and ctx.signal aborted at timeout_ms
  *     → complete(result) | fail(error)  (fenced; stale ⇒ count, change nothing)
  *
+ * Ground rules of the lease, as the worker keeps them:
+ *  - A start or heartbeat dates the lease from the instant it is sent (the
+ *    clock is read for each try, never once before a retry loop).
+ *  - The worker trusts the lease locally until `sent + leaseMs − margin` on
+ *    its monotonic clock, counted from the last start or heartbeat that
+ *    succeeded. If no heartbeat lands before then (Postgres down, frozen or
+ *    too slow), the handler's signal aborts and the worker stops acting for
+ *    that token: no outcome is sent ("lost_lease"), the reconciler fails the
+ *    attempt once the lease expires in Postgres and the task runs again. The
+ *    margin covers the gap between this clock and the reconciler's.
+ *  - A start is tried at most `startMaxRetries` times while Postgres is
+ *    unavailable (and 5 times cancelled at its statement timeout), then left
+ *    to the reconciler ("unrecorded": the task stays ARMED, re-armed after
+ *    the dispatch timeout), so a long outage cannot hold slots and commit
+ *    points for ever.
+ *
  * `execute` resolves once the outcome is durable in Postgres (or there was
  * nothing to do): only then may the caller commit the message's offset.
- * While Postgres is unreachable it keeps retrying the same call; a worker
- * that stops in the middle answers "abandoned" and the offset stays
+ * Outcomes are retried while Postgres is unreachable until they land; a
+ * worker that stops in the middle answers "abandoned" and the offset stays
  * uncommitted (the message comes back, or the reconciler fails the attempt
  * once its lease expires). A handler still running when the worker stops
  * (`stop()`, after its drain timeout) is aborted and its attempt recorded as
@@ -37,8 +56,9 @@ import type {
   ExecutionRef,
   FailOutcome,
   StartedExecution,
+  StartOutcome,
 } from "../../ports/execution-store.js";
-import type { HandlerRegistry } from "../../ports/handler.js";
+import type { Handler, HandlerRegistry } from "../../ports/handler.js";
 import type { WorkerMetrics } from "../../ports/worker-metrics.js";
 import type { ExecutionService } from "./execution-service.js";
 
@@ -49,6 +69,8 @@ export interface ExecutorDeps {
   clock: Clock;
   metrics: WorkerMetrics;
   onError: (error: unknown, what: string) => void;
+  /** An envelope of a type no handler here serves: handed back (or, at last, dead). Log it. */
+  onNoHandler?: (type: string, taskId: string, outcome: ExecutionReport) => void;
 }
 
 export interface ExecutorOptions {
@@ -58,7 +80,20 @@ export interface ExecutorOptions {
   /** First wait before asking Postgres again; doubles up to 2 s. */
   dependencyRetryMs: number;
   maxResultBytes: number;
+  /** Tries of a start while Postgres is unavailable, then left to the reconciler (default 30). */
+  startMaxRetries?: number;
+  /**
+   * The local lease deadline is this much before the lease's end (default
+   * 2000), at most half the time between a heartbeat and that end, so a
+   * heartbeat always has time to land.
+   */
+  leaseMarginMs?: number;
+  /** A task of a type no handler here serves: due again after retryMs, dead after deadAfterMs. */
+  unknownType?: { retryMs: number; deadAfterMs: number };
 }
+
+/** An envelope delivered before its run_at (by the database's clock): run it again after dueInMs. */
+export type ExecutionAttempt = { report: FinalReport } | { report: "not_due"; dueInMs: number };
 
 /**
  * What happened to one envelope. "abandoned": the worker stopped before the
@@ -74,11 +109,20 @@ export type ExecutionReport =
   | "cancelled"
   | "stale"
   | "lost_lease"
+  | "handed_back"
+  | "not_due"
   | "abandoned"
   | "unrecorded";
 
+/** What an attempt that went past its start came to. */
+type FinalReport = Exclude<ExecutionReport, "not_due">;
+
 class Abandoned extends Error {}
 class Unrecorded extends Error {}
+
+const DEFAULT_START_MAX_RETRIES = 30;
+const DEFAULT_LEASE_MARGIN_MS = 2000;
+const DEFAULT_UNKNOWN_TYPE = { retryMs: 30_000, deadAfterMs: 3_600_000 };
 
 /**
  * A start cancelled at the statement timeout this many times in a row is left
@@ -95,7 +139,8 @@ const STOPPED = workerStoppingFailure(
 
 export class Executor {
   private readonly stopping = new AbortController();
-  private draining = false;
+  private readonly draining = new AbortController();
+  private readonly leaseMarginMs: number;
 
   constructor(
     private readonly deps: ExecutorDeps,
@@ -104,11 +149,16 @@ export class Executor {
     // Every running task listens for the stop (and removes its listener when done):
     // as many listeners as the queue's concurrency is expected, not a leak.
     setMaxListeners(0, this.stopping.signal);
+    setMaxListeners(0, this.draining.signal);
+    this.leaseMarginMs = Math.min(
+      options.leaseMarginMs ?? DEFAULT_LEASE_MARGIN_MS,
+      Math.floor((options.leaseMs - options.heartbeatMs) / 2),
+    );
   }
 
   /** From now on, envelopes not yet started are left alone ("abandoned"); running ones go on. */
   drain(): void {
-    this.draining = true;
+    this.draining.abort(new Error("worker draining"));
   }
 
   /**
@@ -116,11 +166,34 @@ export class Executor {
    * signal abort; their attempts are recorded as interrupted (one try each).
    */
   stop(): void {
-    this.draining = true;
+    this.drain();
     this.stopping.abort(new Error("worker stopping"));
   }
 
+  /** Runs the envelope; one delivered before its run_at waits for it here (see executeOnce). */
   async execute(envelope: InboundEnvelope, queue: string): Promise<ExecutionReport> {
+    for (;;) {
+      const attempt = await this.executeOnce(envelope, queue);
+      if (attempt.report !== "not_due") return attempt.report;
+      if (!(await this.untilDue(attempt.dueInMs))) return "abandoned";
+    }
+  }
+
+  /**
+   * Resolves true after `dueInMs`, false at once when the worker drains or
+   * stops (the envelope, not started, is delivered again).
+   */
+  async untilDue(dueInMs: number): Promise<boolean> {
+    await sleep(dueInMs, this.draining.signal);
+    return !this.draining.signal.aborted;
+  }
+
+  /**
+   * One try: "not_due" (with how long) when the database's clock says the
+   * task is not due yet — nothing changed, no attempt spent; the caller
+   * waits (holding no slot) and calls again.
+   */
+  async executeOnce(envelope: InboundEnvelope, queue: string): Promise<ExecutionAttempt> {
     const ref: ExecutionRef = {
       tenantId: envelope.tenantId,
       taskId: envelope.taskId,
@@ -128,29 +201,57 @@ export class Executor {
       runAtMs: envelope.runAtMs,
       dispatchedAtMs: envelope.dispatchedAtMs,
     };
-    if (this.draining) return "abandoned";
+    if (this.draining.signal.aborted) return { report: "abandoned" };
     try {
-      const nowMs = this.deps.clock.nowMs();
-      const start = await this.durably(
-        "start",
-        () => this.deps.executions.start(ref, this.options.workerId, this.options.leaseMs, nowMs),
-        MAX_START_TIMEOUTS,
-      );
+      const { start, nowMs, sentMonoMs } = await this.start(ref, envelope.type);
+      if (start.kind === "not_due") {
+        this.deps.metrics.outcome(envelope.type, "not_due");
+        return { report: "not_due", dueInMs: start.dueInMs };
+      }
       if (start.kind !== "started") {
         this.deps.metrics.staleToken("start");
         this.deps.metrics.outcome(envelope.type, "stale");
-        return "stale";
+        return { report: "stale" };
       }
       this.deps.metrics.started(queue, nowMs - start.execution.runAtMs);
       this.deps.metrics.inFlight(envelope.tenantId, 1);
       try {
-        return await this.runStarted(envelope, ref, start.execution);
+        const deadlineMonoMs = sentMonoMs + this.options.leaseMs - this.leaseMarginMs;
+        return { report: await this.runStarted(envelope, ref, start.execution, deadlineMonoMs) };
       } finally {
         this.deps.metrics.inFlight(envelope.tenantId, -1);
       }
     } catch (error) {
-      if (error instanceof Abandoned) return "abandoned";
-      if (error instanceof Unrecorded) return "unrecorded";
+      if (error instanceof Abandoned) return { report: "abandoned" };
+      if (error instanceof Unrecorded) return { report: "unrecorded" };
+      throw error;
+    }
+  }
+
+  /** The fenced start, its lease dated at each try's send; bounded while Postgres is away. */
+  private async start(
+    ref: ExecutionRef,
+    type: string,
+  ): Promise<{ start: StartOutcome; nowMs: number; sentMonoMs: number }> {
+    let nowMs = 0;
+    let sentMonoMs = 0;
+    const { workerId, leaseMs } = this.options;
+    try {
+      const start = await this.durably(
+        "start",
+        () => {
+          nowMs = this.deps.clock.nowMs();
+          sentMonoMs = this.deps.clock.monotonicMs();
+          return this.deps.executions.start(ref, workerId, leaseMs, nowMs);
+        },
+        {
+          maxTimeouts: MAX_START_TIMEOUTS,
+          maxRetries: this.options.startMaxRetries ?? DEFAULT_START_MAX_RETRIES,
+        },
+      );
+      return { start, nowMs, sentMonoMs };
+    } catch (error) {
+      if (error instanceof Unrecorded) this.deps.metrics.outcome(type, "start_given_up");
       throw error;
     }
   }
@@ -159,10 +260,14 @@ export class Executor {
     envelope: InboundEnvelope,
     ref: ExecutionRef,
     execution: StartedExecution,
-  ): Promise<ExecutionReport> {
-    const run = await this.runHandler(envelope, ref, execution);
+    deadlineMonoMs: number,
+  ): Promise<FinalReport> {
+    const handler = this.deps.handlers.get(envelope.type);
+    if (!handler) return this.handBack(envelope, ref);
+    const run = await this.runHandler(envelope, ref, execution, handler, deadlineMonoMs);
     if (run.kind === "lost_lease") {
-      this.deps.metrics.staleToken("heartbeat");
+      if (run.by === "stale") this.deps.metrics.staleToken("heartbeat");
+      else this.deps.metrics.leaseDeadlinePassed();
       this.deps.metrics.outcome(envelope.type, "lost_lease");
       return "lost_lease";
     }
@@ -198,12 +303,38 @@ export class Executor {
     return this.afterFailure(envelope.type, failed, "retrying");
   }
 
+  /**
+   * No handler here for the type (a rolling deployment: an older worker got
+   * a newer type): given back for another worker, the attempt not counted,
+   * due again after unknownType.retryMs; DEAD once no worker had one for
+   * unknownType.deadAfterMs (the store keeps since when).
+   */
+  private async handBack(envelope: InboundEnvelope, ref: ExecutionRef): Promise<FinalReport> {
+    const { retryMs, deadAfterMs } = this.options.unknownType ?? DEFAULT_UNKNOWN_TYPE;
+    this.deps.metrics.noHandler(envelope.type);
+    const failure = { ...unknownTypeFailure(envelope.type), retryable: true };
+    const outcome = await this.durably("hand back", () => {
+      const nowMs = this.deps.clock.nowMs();
+      return this.deps.executions.handBack(ref, failure, nowMs, {
+        retryAtMs: nowMs + retryMs,
+        deadAfterMs,
+      });
+    });
+    const report =
+      outcome.kind === "retrying"
+        ? "handed_back"
+        : this.afterFailure(envelope.type, outcome, "retrying");
+    if (report === "handed_back") this.deps.metrics.outcome(envelope.type, "handed_back");
+    this.deps.onNoHandler?.(envelope.type, envelope.taskId, report);
+    return report;
+  }
+
   /** After a durable fail or interrupt (its hot-tier follow-ups are the service's): metrics. */
   private afterFailure(
     type: string,
     failed: FailOutcome,
     retrying: "retrying" | "interrupted",
-  ): ExecutionReport {
+  ): FinalReport {
     if (failed.kind === "retrying") {
       this.deps.metrics.retried(type);
       this.deps.metrics.outcome(type, retrying);
@@ -221,25 +352,24 @@ export class Executor {
     return this.stale(type, retrying === "interrupted" ? "interrupt" : "fail");
   }
 
-  private stale(type: string, at: "complete" | "fail" | "interrupt"): ExecutionReport {
+  private stale(type: string, at: "complete" | "fail" | "interrupt"): FinalReport {
     this.deps.metrics.staleToken(at);
     this.deps.metrics.outcome(type, "stale");
     return "stale";
   }
 
-  /** Runs the handler under its timeout and the lease heartbeat. Never throws. */
+  /** Runs the handler under its timeout and the lease (heartbeat, local deadline). Never throws. */
   private async runHandler(
     envelope: InboundEnvelope,
     ref: ExecutionRef,
     execution: StartedExecution,
+    handler: Handler,
+    deadlineMonoMs: number,
   ): Promise<
     | { kind: "succeeded"; resultJson: string }
     | { kind: "failed"; failure: FailureInfo; byStop: boolean }
-    | { kind: "lost_lease" }
+    | { kind: "lost_lease"; by: "stale" | "deadline" }
   > {
-    const handler = this.deps.handlers.get(envelope.type);
-    if (!handler)
-      return { kind: "failed", failure: unknownTypeFailure(envelope.type), byStop: false };
     let parentResults: Record<string, unknown> | null = null;
     if (envelope.workflowId !== null) {
       try {
@@ -252,25 +382,22 @@ export class Executor {
       }
     }
     const controller = new AbortController();
-    let why: "timeout" | "lost_lease" | "stop" | null = null;
-    const abort = (reason: "timeout" | "lost_lease" | "stop") => {
+    type Why = "timeout" | "stale" | "deadline" | "stop";
+    let why: Why | null = null;
+    const abort = (reason: Why) => {
       why ??= reason;
-      controller.abort(new Error(reason));
+      controller.abort(
+        new Error(reason === "stale" || reason === "deadline" ? "lost_lease" : reason),
+      );
     };
     const timeout = setTimeout(() => abort("timeout"), execution.timeoutMs);
     const onStop = () => abort("stop");
     this.stopping.signal.addEventListener("abort", onStop, { once: true });
     // A start that resolved after the stop: the listener above will never fire.
     if (this.stopping.signal.aborted) onStop();
-    const heartbeat = setInterval(() => {
-      const nowMs = this.deps.clock.nowMs();
-      this.deps.executions.heartbeat(ref, this.options.workerId, this.options.leaseMs, nowMs).then(
-        (answer) => {
-          if (answer.kind !== "extended") abort("lost_lease");
-        },
-        (error: unknown) => this.deps.onError(error, "heartbeat"), // the next beat tries again
-      );
-    }, this.options.heartbeatMs);
+    const lease = new LeaseWatch(deadlineMonoMs, this.deps.clock, () => abort("deadline"));
+    const finished = new AbortController();
+    void this.heartbeats(ref, lease, finished.signal, () => abort("stale"));
     const startedMs = this.deps.clock.monotonicMs();
     try {
       const aborted = new Promise<never>((_, reject) => {
@@ -296,19 +423,55 @@ export class Executor {
         }),
         aborted,
       ]);
-      if (why === "lost_lease") return { kind: "lost_lease" };
+      if (why === "stale" || why === "deadline") return { kind: "lost_lease", by: why };
       return { kind: "succeeded", resultJson: this.resultJsonOf(result) };
     } catch (error) {
-      if (why === "lost_lease") return { kind: "lost_lease" };
+      if (why === "stale" || why === "deadline") return { kind: "lost_lease", by: why };
       if (why === "timeout") {
         return { kind: "failed", failure: timeoutFailure(execution.timeoutMs), byStop: false };
       }
       return { kind: "failed", failure: classifyFailure(error), byStop: why === "stop" };
     } finally {
       clearTimeout(timeout);
-      clearInterval(heartbeat);
+      finished.abort();
+      lease.end();
       this.stopping.signal.removeEventListener("abort", onStop);
       this.deps.metrics.ran(envelope.type, this.deps.clock.monotonicMs() - startedMs);
+    }
+  }
+
+  /**
+   * Renews the lease every heartbeatMs, one heartbeat at a time (a hung one
+   * is not joined by more), until `finished`. Each one that lands moves the
+   * local deadline to its send + leaseMs − margin; a `stale` answer means the
+   * attempt is no longer ours. A failed one is logged and the next tries
+   * again: the local deadline decides when to give up.
+   */
+  private async heartbeats(
+    ref: ExecutionRef,
+    lease: LeaseWatch,
+    finished: AbortSignal,
+    lost: () => void,
+  ): Promise<void> {
+    const { workerId, leaseMs, heartbeatMs } = this.options;
+    for (;;) {
+      await sleep(heartbeatMs, finished);
+      if (finished.aborted) return;
+      const sentMonoMs = this.deps.clock.monotonicMs();
+      try {
+        const answer = await this.deps.executions.heartbeat(
+          ref,
+          workerId,
+          leaseMs,
+          this.deps.clock.nowMs(),
+        );
+        if (finished.aborted) return;
+        if (answer.kind !== "extended") return lost();
+        lease.renewed(sentMonoMs + leaseMs - this.leaseMarginMs);
+      } catch (error) {
+        if (finished.aborted) return;
+        this.deps.onError(error, "heartbeat");
+      }
     }
   }
 
@@ -333,27 +496,30 @@ export class Executor {
   }
 
   /**
-   * Repeats a store call while Postgres is unavailable; gives up only when
-   * the worker stops (Abandoned). A permanent error ends the message
+   * Repeats a store call while Postgres is unavailable; gives up when the
+   * worker stops (Abandoned). A permanent error ends the message
    * (Unrecorded): the reconciler recovers the task (re-arm or lease expiry).
    * So does a statement cancelled at its timeout `maxTimeouts` times in a row
-   * (Postgres is up, and this statement too slow or blocked).
+   * (Postgres is up, and this statement too slow or blocked), and a call
+   * still failing after `maxRetries` retries.
    */
   private async durably<T>(
     what: string,
     call: () => Promise<T>,
-    maxTimeouts = Number.POSITIVE_INFINITY,
+    bounds: { maxTimeouts?: number; maxRetries?: number } = {},
   ): Promise<T> {
+    const maxTimeouts = bounds.maxTimeouts ?? Number.POSITIVE_INFINITY;
+    const maxRetries = bounds.maxRetries ?? Number.POSITIVE_INFINITY;
     let waitMs = this.options.dependencyRetryMs;
     let timeouts = 0;
-    for (;;) {
+    for (let retries = 0; ; retries++) {
       try {
         return await call();
       } catch (error) {
         const unavailable =
           error instanceof ChronofenceError && error.code === ErrorCode.Unavailable;
         timeouts = unavailable && error.details?.reason === STATEMENT_TIMEOUT ? timeouts + 1 : 0;
-        const transient = unavailable && timeouts < maxTimeouts;
+        const transient = unavailable && timeouts < maxTimeouts && retries < maxRetries;
         if (!transient) {
           if (!isRefusedValue(error)) this.deps.onError(error, what);
           throw new Unrecorded(what, { cause: error });
@@ -364,6 +530,38 @@ export class Executor {
         waitMs = Math.min(waitMs * 2, 2000);
       }
     }
+  }
+}
+
+/**
+ * The local deadline of one attempt's lease, on the injected monotonic
+ * clock: fires `expired` once it passes without a renewal. A timer, re-set at
+ * each renewal; the clock says how far away the deadline is.
+ */
+class LeaseWatch {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private deadlineMonoMs: number,
+    private readonly clock: Clock,
+    private readonly expired: () => void,
+  ) {
+    this.arm();
+  }
+
+  renewed(deadlineMonoMs: number): void {
+    this.deadlineMonoMs = Math.max(this.deadlineMonoMs, deadlineMonoMs);
+    this.arm();
+  }
+
+  end(): void {
+    clearTimeout(this.timer);
+  }
+
+  private arm(): void {
+    clearTimeout(this.timer);
+    const leftMs = this.deadlineMonoMs - this.clock.monotonicMs();
+    this.timer = setTimeout(this.expired, Math.max(0, leftMs));
   }
 }
 

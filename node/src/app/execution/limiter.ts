@@ -11,11 +11,15 @@ export class Semaphore {
 
   constructor(private readonly capacity: number) {}
 
+  /** Takes a slot if one is free now. */
+  tryAcquire(): boolean {
+    if (this.active >= this.capacity) return false;
+    this.active++;
+    return true;
+  }
+
   async acquire(): Promise<void> {
-    if (this.active < this.capacity) {
-      this.active++;
-      return;
-    }
+    if (this.tryAcquire()) return;
     await new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 
@@ -41,13 +45,27 @@ export class QueueLimiter {
     this.shared = new Semaphore(total);
   }
 
-  async run<T>(tenantId: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * `onTenantWait(true)` is called when the task must wait for its tenant's
+   * slot, `(false)` once it has it: the queue's consumer then does not count
+   * it toward its fetch limit (ports/transport.ts Delivery), so a tenant at
+   * its cap cannot fill that limit with its waiters and stop the others.
+   */
+  async run<T>(
+    tenantId: string,
+    fn: () => Promise<T>,
+    onTenantWait?: (waiting: boolean) => void,
+  ): Promise<T> {
     let tenant = this.tenants.get(tenantId);
     if (!tenant) {
       tenant = new Semaphore(this.perTenant);
       this.tenants.set(tenantId, tenant);
     }
-    await tenant.acquire();
+    if (!tenant.tryAcquire()) {
+      onTenantWait?.(true);
+      await tenant.acquire();
+      onTenantWait?.(false);
+    }
     try {
       await this.shared.acquire();
       try {

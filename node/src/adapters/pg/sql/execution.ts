@@ -37,7 +37,14 @@ const runAtTest = (withRunAt: boolean, param: string) =>
  * $6 lease_ms, $7 dispatched_ms float8|null (the envelope's dispatched_at,
  * NULL when the worker does not say) [, $8 run_at timestamptz].
  * Locks: the task's row (UPDATE).
- * → 1 row if ARMED with this token (now RUNNING), else 0.
+ * → 1 row if ARMED with this token and due by the database's clock (now
+ * RUNNING), else 0 (START_REFUSAL says why).
+ *
+ * "Never before run_at" is decided here, by `run_at <= now()`: the
+ * database's clock is the one authority every dispatcher and worker shares,
+ * so a node whose clock runs ahead (or an HTTP worker that starts what it
+ * was not sent) cannot start a task early. now() is the transaction's start,
+ * never later than the statement: it errs on the late side.
  */
 export const startTask = (withRunAt: boolean) => `
 UPDATE tasks
@@ -49,9 +56,22 @@ UPDATE tasks
        started_at = ${sqlTimestamptz("$5")},
        updated_at = ${sqlTimestamptz("$5")}
  WHERE tenant_id = $1 AND id = $2 AND fencing_token = $3::bigint AND status = 'ARMED'
+       AND run_at <= now()
        ${runAtTest(withRunAt, "$8")}
 RETURNING attempt, max_attempts, timeout_ms, ${sqlEpochMs("run_at")} AS run_at_ms,
           ${sqlEpochMs("lease_expires_at")} AS lease_expires_at_ms`;
+
+/**
+ * start-refusal: $1 tenant_id, $2 id, $3 fencing_token. Locks: nothing.
+ * Why a start changed 0 rows: no row (not found); ARMED with this token
+ * (`armed`: not due yet by the database's clock, `due_in_ms` from its now(),
+ * 0 if it became due since); anything else is stale. Probes every
+ * partition's (tenant_id, id) index, as TASK_STATUS does.
+ */
+export const START_REFUSAL = `
+SELECT status = 'ARMED' AND fencing_token = $3::bigint AS armed,
+       greatest(0, ${sqlEpochMs("run_at")} - ${sqlEpochMs("now()")}) AS due_in_ms
+  FROM tasks WHERE tenant_id = $1 AND id = $2`;
 
 /**
  * heartbeat: $1 tenant_id, $2 id, $3 fencing_token, $4 worker_id, $5 now_ms,
@@ -87,10 +107,12 @@ RETURNING ${sqlEpochMs("run_at")} AS run_at_ms, workflow_id`;
  * lock-running: $1 tenant_id, $2 id, $3 fencing_token [, $4 run_at timestamptz].
  * Locks: the task's row, FOR UPDATE, to the end of the transaction (the
  * failure's decision is made in Node, domain/retry.ts).
- * → 1 row of FAILURE_COLUMNS if RUNNING held with this token, else 0.
+ * → 1 row of FAILURE_COLUMNS (and last_error, with `withLastError`: a hand
+ * back reads since when no worker had a handler) if RUNNING held with this
+ * token, else 0.
  */
-export const lockRunningTask = (withRunAt: boolean) => `
-SELECT ${FAILURE_COLUMNS}
+export const lockRunningTask = (withRunAt: boolean, withLastError = false) => `
+SELECT ${FAILURE_COLUMNS}${withLastError ? ", last_error" : ""}
   FROM tasks
  WHERE tenant_id = $1 AND id = $2 AND fencing_token = $3::bigint AND status = 'RUNNING'
        ${runAtTest(withRunAt, "$4")}
@@ -242,7 +264,8 @@ const statusIs = (status: "ARMED" | "RUNNING") =>
 
 /**
  * start-many: one fenced start per row, in one statement (the worker's
- * coalesced starts). $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[],
+ * coalesced starts), each only if due by the database's clock (as startTask).
+ * $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[],
  * $4 run_at_ms float8[], $5 worker_id text, $6 now_ms float8[], $7 lease_ms
  * float8, $8 min run_at, $9 max run_at (timestamptz; lets the planner prune
  * partitions), $10 dispatched_ms float8[] (the envelopes' dispatched_at,
@@ -265,6 +288,7 @@ UPDATE tasks t
  WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
    AND ${statusIs("ARMED")} AND t.run_at = ${sqlTimestamptz("r.run_at_ms")}
    AND t.run_at >= $8::timestamptz AND t.run_at <= $9::timestamptz
+   AND t.run_at <= now()
 RETURNING t.id, t.fencing_token::text AS token, t.attempt, t.max_attempts, t.timeout_ms,
           ${sqlEpochMs("t.run_at")} AS run_at_ms, ${sqlEpochMs("t.lease_expires_at")} AS lease_expires_at_ms`;
 
