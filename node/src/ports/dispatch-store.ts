@@ -63,10 +63,17 @@ export interface DispatchStore {
   ): Promise<ScheduledEntry[]>;
   /**
    * Sends ARMED tasks armed and due before `staleBeforeMs` back to SCHEDULED
-   * with a new fencing token (so an envelope already out cannot start them);
-   * returns how many.
+   * with a new fencing token (so an envelope already out cannot start them),
+   * each once it has been armed longer than it was late when armed (at most
+   * `maxWaitMs`): a task re-armed again and again waits twice as long each
+   * time. Returns how many.
    */
-  rearmStale(staleBeforeMs: number, nowMs: number, limit: number): Promise<number>;
+  rearmStale(
+    staleBeforeMs: number,
+    maxWaitMs: number,
+    nowMs: number,
+    limit: number,
+  ): Promise<number>;
 }
 
 /**

@@ -148,7 +148,7 @@ const PATHS: Path[] = [
     on: "task",
     // A sweep over every row, which answers a count: the subject's unchanged row is the verdict.
     run: async () => {
-      const count = await s.dispatch.rearmStale(Date.now() + 30 * DAY_MS, Date.now(), 1000);
+      const count = await s.dispatch.rearmStale(Date.now() + 30 * DAY_MS, 0, Date.now(), 1000);
       return { refused: true, answer: count };
     },
   },

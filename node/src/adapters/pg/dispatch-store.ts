@@ -94,9 +94,19 @@ export class PgDispatchStore implements DispatchStore {
     }
   }
 
-  async rearmStale(staleBeforeMs: number, nowMs: number, limit: number): Promise<number> {
+  async rearmStale(
+    staleBeforeMs: number,
+    maxWaitMs: number,
+    nowMs: number,
+    limit: number,
+  ): Promise<number> {
     try {
-      const result = await this.pool.query(REARM_STALE, [isoOfMs(staleBeforeMs), nowMs, limit]);
+      const result = await this.pool.query(REARM_STALE, [
+        isoOfMs(staleBeforeMs),
+        nowMs,
+        limit,
+        maxWaitMs,
+      ]);
       return result.rowCount ?? 0;
     } catch (error) {
       throw fromPgError(error, "re-arm stale tasks");

@@ -6,7 +6,10 @@
  *     nor gave back within the claim TTL go back to due;
  *  2. re-arm stale ARMED tasks: armed and due longer ago than the dispatch
  *     timeout, nobody started them → SCHEDULED with a new fencing token
- *     (the envelope already out, if any, can no longer start them);
+ *     (the envelope already out, if any, can no longer start them). A task
+ *     armed late waits as long again before its next re-arm (at most
+ *     REARM_BACKOFF_LIMIT timeouts), so a queue that is behind drains
+ *     instead of filling with superseded envelopes;
  *  3. fail expired executions: RUNNING tasks whose execution lease expired
  *     (the worker died or paused) are failed with a new fencing token — the
  *     old holder's late heartbeat or commit is stale — and retried after
@@ -107,9 +110,15 @@ export class Reconciler {
   private async rearmStale(): Promise<number> {
     const nowMs = this.clock.nowMs();
     const staleBeforeMs = nowMs - this.options.dispatchTimeoutMs;
+    const maxWaitMs = this.options.dispatchTimeoutMs * REARM_BACKOFF_LIMIT;
     let total = 0;
     for (;;) {
-      const n = await this.store.rearmStale(staleBeforeMs, nowMs, this.options.batchSize);
+      const n = await this.store.rearmStale(
+        staleBeforeMs,
+        maxWaitMs,
+        nowMs,
+        this.options.batchSize,
+      );
       total += n;
       if (n < this.options.batchSize) return total;
     }
@@ -122,5 +131,8 @@ export class Reconciler {
     );
   }
 }
+
+/** A task re-armed again and again waits at most this many dispatch timeouts between re-arms. */
+export const REARM_BACKOFF_LIMIT = 8;
 
 const ALL_SHARDS = Array.from({ length: HOT_SHARD_COUNT }, (_, shard) => shard);

@@ -105,14 +105,22 @@ SELECT t.hot_shard AS shard, t.id, t.tenant_id,
  ) t`;
 
 /**
- * rearm-stale: $1 stale_before timestamptz, $2 now_ms float8, $3 limit.
+ * rearm-stale: $1 stale_before timestamptz, $2 now_ms float8, $3 limit,
+ * $4 max_wait_ms float8.
  * Locks: the stale rows, FOR UPDATE SKIP LOCKED (a row a worker is starting
  * right now is left to it).
  * → one row (id) per task sent back from ARMED to SCHEDULED: armed and due
- *   before stale_before (nobody started them within the dispatch timeout).
+ *   before stale_before (nobody started them within the dispatch timeout),
+ *   and armed longer ago than it was late when armed (at most max_wait_ms).
  * The new fencing token makes any envelope already published for them stale;
  * the next dispatcher arms them again (another new token). Idempotent: a
  * second run finds nothing.
+ *
+ * Why the back-off: a task re-armed because its queue is behind gets a new
+ * envelope behind its old one. Were it re-armed every timeout, a backlog
+ * longer than the timeout would never drain — every envelope a worker reached
+ * would be stale by then (a metastable collapse, docs/evidence.md F1). A task
+ * armed L late waits max(timeout, L) before its next re-arm: the waits double.
  */
 export const REARM_STALE = `
 WITH stale AS (
@@ -120,6 +128,9 @@ WITH stale AS (
    WHERE status = 'ARMED'
      AND armed_at < $1::timestamptz
      AND run_at < $1::timestamptz
+     AND armed_at < ${sqlTimestamptz("$2")}
+                    - LEAST(GREATEST(armed_at - run_at, interval '0'),
+                            $4::float8 * interval '1 millisecond')
    LIMIT $3
    FOR UPDATE SKIP LOCKED
 )
