@@ -110,6 +110,8 @@ async function shardEpoch(pool: PgPool, shard: number): Promise<number> {
 }
 
 const storeOptions = { rowLevelSecurity: false, random: () => 0.5, newId: randomUUID };
+/** startNode waits at most this long for a node to fall due (a release's delay_ms). */
+const NOT_DUE_WAIT_MAX_MS = 10_000;
 
 /** A SCHEDULED task armed by the dispatcher's fenced arm and started by a worker: its attempt's ref. */
 export async function startNode(
@@ -132,12 +134,14 @@ export async function startNode(
   const token = arm?.armed[0]?.fencingToken;
   if (token === undefined) throw new Error(`task ${taskId} was not armed (not SCHEDULED?)`);
   const ref = { tenantId, taskId, fencingToken: token, runAtMs };
-  const started = await new PgExecutionStore(w.pool, storeOptions).start(
-    ref,
-    "workflow-test-worker",
-    LEASE_TTL_MS,
-    nowMs,
-  );
+  const store = new PgExecutionStore(w.pool, storeOptions);
+  let started = await store.start(ref, "workflow-test-worker", LEASE_TTL_MS, nowMs);
+  // A node released with a delay is not due yet by the database's clock: wait, as a worker does.
+  if (started.kind === "not_due" && started.dueInMs <= NOT_DUE_WAIT_MAX_MS) {
+    const waitMs = started.dueInMs + 5;
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
+    started = await store.start(ref, "workflow-test-worker", LEASE_TTL_MS, nowMs);
+  }
   if (started.kind !== "started") throw new Error(`task ${taskId}: start was ${started.kind}`);
   return ref;
 }
