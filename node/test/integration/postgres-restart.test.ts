@@ -89,7 +89,8 @@ beforeAll(async () => {
   };
   const workerEnv = {
     ...common,
-    CF_WORKER_QUEUES: "standard",
+    // A task whose start the outage delayed past its tenant's grace is re-published to overdue.
+    CF_WORKER_QUEUES: "standard,overdue",
     CF_WORKER_LEASE_MS: String(WORKER_LEASE_MS),
     CF_WORKER_HEARTBEAT_MS: "300",
     CF_WORKER_SESSION_TIMEOUT_MS: String(PIPELINE_TIMINGS.workerSessionTimeoutMs),
