@@ -9,10 +9,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PgDispatchStore } from "../../src/adapters/pg/dispatch-store.js";
-import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
+import type { PgPool } from "../../src/adapters/pg/pool.js";
 import { REARM_BACKOFF_LIMIT } from "../../src/app/dispatch/reconciler.js";
 import { type ApiFixture, call, startApiFixture } from "./support/api.js";
-import { withPg } from "./support/services.js";
+import { testPool, withPg } from "./support/services.js";
 
 const TIMEOUT_MS = 1000;
 const MAX_WAIT_MS = TIMEOUT_MS * REARM_BACKOFF_LIMIT;
@@ -23,15 +23,7 @@ let store: PgDispatchStore;
 
 beforeAll(async () => {
   fixture = await startApiFixture();
-  pool = createPgPool({
-    connectionString: fixture.db.url,
-    maxConnections: 2,
-    statementTimeoutMs: 5000,
-    connectTimeoutMs: 2000,
-    role: null,
-    applicationName: "rearm-backoff-test",
-    onError: () => undefined,
-  });
+  pool = testPool(fixture.db.url, "rearm-backoff-test");
   store = new PgDispatchStore(pool);
 });
 

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { PgDispatchStore } from "../../src/adapters/pg/dispatch-store.js";
 import { PgExecutionStore } from "../../src/adapters/pg/execution-store.js";
 import { PgLeaseStore } from "../../src/adapters/pg/lease-store.js";
-import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
+import type { PgPool } from "../../src/adapters/pg/pool.js";
 import { RedisDispatchHotTier } from "../../src/adapters/redis/dispatch-hot-tier.js";
 import { Reconciler } from "../../src/app/dispatch/reconciler.js";
 import type { Config } from "../../src/config/config.js";
@@ -33,6 +33,7 @@ import {
   deleteRedisKeys,
   TEST_REDIS_URL,
   type TestDatabase,
+  testPool,
   untilDue,
   withPg,
 } from "./support/services.js";
@@ -52,15 +53,7 @@ async function setUp(): Promise<void> {
   fixture = await startApiFixture();
   ({ db, config, api, tenant } = fixture);
   redis = new Redis(TEST_REDIS_URL);
-  pool = createPgPool({
-    connectionString: db.url,
-    maxConnections: 2,
-    statementTimeoutMs: 5000,
-    connectTimeoutMs: 2000,
-    role: null,
-    applicationName: "reconcile-test",
-    onError: () => undefined,
-  });
+  pool = testPool(db.url, "reconcile-test");
   store = new PgDispatchStore(pool);
   hotTier = new RedisDispatchHotTier(redis, config.redisKeyPrefix);
 }

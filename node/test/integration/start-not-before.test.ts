@@ -13,12 +13,12 @@ import { offsetClock } from "../../src/adapters/clock/offset-clock.js";
 import { systemClock } from "../../src/adapters/clock/system-clock.js";
 import { MemoryTransport } from "../../src/adapters/memory/memory-transport.js";
 import { PgExecutionStore } from "../../src/adapters/pg/execution-store.js";
-import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
+import type { PgPool } from "../../src/adapters/pg/pool.js";
 import { serviceInfrastructure } from "../../src/main/role-connections.js";
 import { startWorker } from "../../src/main/worker.js";
 import { call, startTenantFixture, startTestApi, type TenantFixture } from "./support/api.js";
 import { armTasks, envelopeOf, taskRow } from "./support/armed-tasks.js";
-import { testConfig } from "./support/services.js";
+import { testConfig, testPool } from "./support/services.js";
 
 vi.setConfig({ testTimeout: 60_000 });
 
@@ -29,15 +29,7 @@ let pool: PgPool;
 
 beforeAll(async () => {
   fixture = await startTenantFixture();
-  pool = createPgPool({
-    connectionString: fixture.db.url,
-    maxConnections: 2,
-    statementTimeoutMs: 5000,
-    connectTimeoutMs: 2000,
-    role: null,
-    applicationName: "start-not-before-test",
-    onError: () => undefined,
-  });
+  pool = testPool(fixture.db.url, "start-not-before-test");
 });
 
 afterAll(async () => {

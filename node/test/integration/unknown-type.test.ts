@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { PgExecutionStore } from "../../src/adapters/pg/execution-store.js";
-import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
+import type { PgPool } from "../../src/adapters/pg/pool.js";
 import { ExecutionService } from "../../src/app/execution/execution-service.js";
 import { Executor } from "../../src/app/execution/executor.js";
 import { HandlerMap } from "../../src/app/execution/handler-registry.js";
@@ -17,22 +17,14 @@ import { noWorkerMetrics } from "../../src/ports/worker-metrics.js";
 import { FakeClock } from "../support/fake-clock.js";
 import { startTenantFixture, type TenantFixture } from "./support/api.js";
 import { armTasks, envelopeOf, taskRow } from "./support/armed-tasks.js";
-import { withPg } from "./support/services.js";
+import { testPool, withPg } from "./support/services.js";
 
 let fixture: TenantFixture;
 let pool: PgPool;
 
 beforeAll(async () => {
   fixture = await startTenantFixture();
-  pool = createPgPool({
-    connectionString: fixture.db.url,
-    maxConnections: 2,
-    statementTimeoutMs: 5000,
-    connectTimeoutMs: 2000,
-    role: null,
-    applicationName: "unknown-type-test",
-    onError: () => undefined,
-  });
+  pool = testPool(fixture.db.url, "unknown-type-test");
 });
 afterAll(async () => {
   await pool?.end();

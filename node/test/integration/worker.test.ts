@@ -13,11 +13,11 @@ import { fileURLToPath } from "node:url";
 import { threadId } from "node:worker_threads";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { PgExecutionStore } from "../../src/adapters/pg/execution-store.js";
-import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
+import type { PgPool } from "../../src/adapters/pg/pool.js";
 import { call, type TestTenant } from "./support/api.js";
 import { requireKafka } from "./support/kafka.js";
 import { type Pipeline, startPipeline } from "./support/pipeline.js";
-import { withPg } from "./support/services.js";
+import { testPool, withPg } from "./support/services.js";
 
 // Waits are event-driven but a loaded 2-core machine can make the pipeline slow.
 vi.setConfig({ testTimeout: 120_000 });
@@ -66,15 +66,7 @@ beforeAll(async () => {
     },
   );
   ({ tenant } = fixture);
-  pool = createPgPool({
-    connectionString: fixture.db.url,
-    maxConnections: 2,
-    statementTimeoutMs: 5000,
-    connectTimeoutMs: 2000,
-    role: null,
-    applicationName: "worker-test",
-    onError: () => undefined,
-  });
+  pool = testPool(fixture.db.url, "worker-test");
 });
 
 afterAll(async () => {

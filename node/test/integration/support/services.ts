@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { systemClock } from "../../../src/adapters/clock/system-clock.js";
+import { createPgPool, type PgPool } from "../../../src/adapters/pg/pool.js";
 import { type Config, resolveConfig } from "../../../src/config/config.js";
 import { dueKey, shardOf } from "../../../src/domain/shard.js";
 import { ensureDatabase, runMaintenance, runMigrations } from "../../../src/main/admin.js";
@@ -139,6 +140,18 @@ export async function untilDue(
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/** A small pool of the production adapter as the owner (no database role), for a test's stores. */
+export const testPool = (url: string, applicationName: string): PgPool =>
+  createPgPool({
+    connectionString: url,
+    maxConnections: 2,
+    statementTimeoutMs: 5000,
+    connectTimeoutMs: 2000,
+    role: null,
+    applicationName,
+    onError: () => undefined,
+  });
 
 export async function withPg<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
