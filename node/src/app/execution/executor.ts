@@ -43,13 +43,11 @@ import { ChronofenceError, ErrorCode, STATEMENT_TIMEOUT } from "../../domain/err
 import {
   classifyFailure,
   type FailureInfo,
-  PermanentError,
   timeoutFailure,
   unknownTypeFailure,
   workerStoppingFailure,
 } from "../../domain/execution-error.js";
 import type { InboundEnvelope } from "../../domain/inbound-envelope.js";
-import { storedJsonBytes } from "../../domain/json-limits.js";
 import type { Clock } from "../../ports/clock.js";
 import type {
   CompleteOutcome,
@@ -61,6 +59,8 @@ import type {
 import type { Handler, HandlerRegistry } from "../../ports/handler.js";
 import type { WorkerMetrics } from "../../ports/worker-metrics.js";
 import type { ExecutionService } from "./execution-service.js";
+import { resultJsonOf } from "./handler-result.js";
+import { keepLease, LeaseWatch, sleep } from "./lease-keeper.js";
 
 export interface ExecutorDeps {
   /** The fenced transitions and their hot-tier follow-ups (retries, released nodes). */
@@ -397,7 +397,14 @@ export class Executor {
     if (this.stopping.signal.aborted) onStop();
     const lease = new LeaseWatch(deadlineMonoMs, this.deps.clock, () => abort("deadline"));
     const finished = new AbortController();
-    void this.heartbeats(ref, lease, finished.signal, () => abort("stale"));
+    void keepLease(
+      { executions: this.deps.executions, clock: this.deps.clock, onError: this.deps.onError },
+      { ...this.options, leaseMarginMs: this.leaseMarginMs },
+      ref,
+      lease,
+      finished.signal,
+      () => abort("stale"),
+    );
     const startedMs = this.deps.clock.monotonicMs();
     try {
       const aborted = new Promise<never>((_, reject) => {
@@ -424,7 +431,7 @@ export class Executor {
         aborted,
       ]);
       if (why === "stale" || why === "deadline") return { kind: "lost_lease", by: why };
-      return { kind: "succeeded", resultJson: this.resultJsonOf(result) };
+      return { kind: "succeeded", resultJson: resultJsonOf(result, this.options.maxResultBytes) };
     } catch (error) {
       if (why === "stale" || why === "deadline") return { kind: "lost_lease", by: why };
       if (why === "timeout") {
@@ -438,61 +445,6 @@ export class Executor {
       this.stopping.signal.removeEventListener("abort", onStop);
       this.deps.metrics.ran(envelope.type, this.deps.clock.monotonicMs() - startedMs);
     }
-  }
-
-  /**
-   * Renews the lease every heartbeatMs, one heartbeat at a time (a hung one
-   * is not joined by more), until `finished`. Each one that lands moves the
-   * local deadline to its send + leaseMs − margin; a `stale` answer means the
-   * attempt is no longer ours. A failed one is logged and the next tries
-   * again: the local deadline decides when to give up.
-   */
-  private async heartbeats(
-    ref: ExecutionRef,
-    lease: LeaseWatch,
-    finished: AbortSignal,
-    lost: () => void,
-  ): Promise<void> {
-    const { workerId, leaseMs, heartbeatMs } = this.options;
-    for (;;) {
-      await sleep(heartbeatMs, finished);
-      if (finished.aborted) return;
-      const sentMonoMs = this.deps.clock.monotonicMs();
-      try {
-        const answer = await this.deps.executions.heartbeat(
-          ref,
-          workerId,
-          leaseMs,
-          this.deps.clock.nowMs(),
-        );
-        if (finished.aborted) return;
-        if (answer.kind !== "extended") return lost();
-        lease.renewed(sentMonoMs + leaseMs - this.leaseMarginMs);
-      } catch (error) {
-        if (finished.aborted) return;
-        this.deps.onError(error, "heartbeat");
-      }
-    }
-  }
-
-  private resultJsonOf(result: unknown): string {
-    let json: string | undefined;
-    try {
-      json = JSON.stringify(result === undefined ? null : result);
-    } catch (error) {
-      throw new PermanentError("the handler's result is not JSON", {
-        cause: error,
-        code: "result_not_json",
-      });
-    }
-    if (json === undefined) return "null"; // a function or symbol: no result
-    if (storedJsonBytes(json) > this.options.maxResultBytes) {
-      throw new PermanentError(
-        `the handler's result is larger than ${this.options.maxResultBytes} bytes`,
-        { code: "result_too_large" },
-      );
-    }
-    return json;
   }
 
   /**
@@ -533,50 +485,6 @@ export class Executor {
   }
 }
 
-/**
- * The local deadline of one attempt's lease, on the injected monotonic
- * clock: fires `expired` once it passes without a renewal. A timer, re-set at
- * each renewal; the clock says how far away the deadline is.
- */
-class LeaseWatch {
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(
-    private deadlineMonoMs: number,
-    private readonly clock: Clock,
-    private readonly expired: () => void,
-  ) {
-    this.arm();
-  }
-
-  renewed(deadlineMonoMs: number): void {
-    this.deadlineMonoMs = Math.max(this.deadlineMonoMs, deadlineMonoMs);
-    this.arm();
-  }
-
-  end(): void {
-    clearTimeout(this.timer);
-  }
-
-  private arm(): void {
-    clearTimeout(this.timer);
-    const leftMs = this.deadlineMonoMs - this.clock.monotonicMs();
-    this.timer = setTimeout(this.expired, Math.max(0, leftMs));
-  }
-}
-
 /** Postgres refused a value the call carried (e.g. a NUL character in a jsonb result). */
 const isRefusedValue = (error: unknown): boolean =>
   error instanceof ChronofenceError && error.code === ErrorCode.Unprocessable;
-
-/** Resolves after `ms`, or at once when `signal` aborts; leaves no listener on the long-lived signal. */
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
