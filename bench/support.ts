@@ -90,6 +90,14 @@ export const percentile = (sorted: readonly number[], p: number): number =>
     : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 export const round = (x: number): number => Math.round(x * 100) / 100;
 
+/** A command-line option's value as a positive number, or an error naming the option. */
+export function positive(name: string, value: string | undefined): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0)
+    throw new Error(`--${name} must be a positive number, not ${value}`);
+  return n;
+}
+
 /**
  * The largest value, or -Infinity for none. A loop, not Math.max(...values):
  * spreading passes every value as an argument, which overflows the stack once

@@ -20,7 +20,7 @@
  */
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { root } from "../support.js";
+import { positive, root } from "../support.js";
 import { undoOnSignals } from "./cleanup.js";
 import { parseFaultKinds } from "./nemesis-plan.js";
 import { renderMarkdown } from "./report.js";
@@ -42,13 +42,6 @@ const { values: args } = parseArgs({
   },
   allowPositionals: false,
 });
-
-function positive(name: string, value: string | undefined): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0)
-    throw new Error(`--${name} must be a positive number, not ${value}`);
-  return n;
-}
 
 function parseSettings(pairs: readonly string[]): Record<string, string> {
   const env: Record<string, string> = {};

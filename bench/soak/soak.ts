@@ -26,7 +26,7 @@ import { parseArgs } from "node:util";
 import { onCleanup, undoAll, undoOnSignals } from "../chaos/cleanup.js";
 import { Random } from "../chaos/random.js";
 import { startTopology } from "../chaos/topology.js";
-import { root, sleepMs } from "../support.js";
+import { positive, root, sleepMs } from "../support.js";
 import { SoakLoad } from "./load.js";
 import { judgeAll, plots, renderMarkdown } from "./report.js";
 import { SoakSampler } from "./sampler.js";
@@ -43,13 +43,6 @@ const { values: args } = parseArgs({
   },
   allowPositionals: false,
 });
-
-function positive(name: string, value: string | undefined): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0)
-    throw new Error(`--${name} must be a positive number, not ${value}`);
-  return n;
-}
 
 const loadAverage = () =>
   os
