@@ -28,5 +28,8 @@ export const dueKey = (prefix: string, shard: number): string => `${prefix}:{${s
 /** Ids a dispatcher took from due and has not yet published: `cf:{3}:claimed`. */
 export const claimedKey = (prefix: string, shard: number): string => `${prefix}:{${shard}}:claimed`;
 
+/** The token of the shard's present contents (DispatchHotTier.contentEpochs): `cf:{3}:epoch`. */
+export const epochKey = (prefix: string, shard: number): string => `${prefix}:{${shard}}:epoch`;
+
 /** Ids cancelled since the shard's last claim: `cf:{3}:cancels`. */
 export const cancelsKey = (prefix: string, shard: number): string => `${prefix}:{${shard}}:cancels`;

@@ -39,4 +39,14 @@ export interface DispatchHotTier {
   rehydrate(entries: readonly DueEntry[]): Promise<number>;
   /** Idempotent add (the pre-loader). */
   addDue(entries: readonly DueEntry[]): Promise<void>;
+  /**
+   * Per shard, in order: the token of the shard's present contents, set to
+   * `candidate` where it has none. It changes whenever the shard may have
+   * lost entries (a Redis flush or restart loses the token with them), so a
+   * pre-loader that filled the shard under one token knows its adds are
+   * still there while the token is the same. A tier that cannot vouch for
+   * that (one in a process's memory, which other processes' adds never
+   * reach) answers `candidate` every time.
+   */
+  contentEpochs(shards: readonly number[], candidate: string): Promise<string[]>;
 }

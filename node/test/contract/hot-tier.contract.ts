@@ -17,6 +17,12 @@ export interface HotTierSubject {
   hot: HotTier;
   /** The dispatch roles' view of the same store. */
   dispatch: DispatchHotTier & CancelNotifier;
+  /**
+   * Whether a shard's content epoch stays put while nothing is lost (Redis),
+   * or is the caller's candidate every time (a tier in one process's memory,
+   * which other processes' adds never reach: see contentEpochs).
+   */
+  vouchesForContents: boolean;
   cleanup(): Promise<void>;
 }
 
@@ -56,6 +62,15 @@ export function hotTierContract(name: string, open: () => Promise<HotTierSubject
       await dispatch.giveBack(shard, batch!.claims);
       return batch!.claims.map((c) => [c.taskId, c.runAtMs]);
     }
+
+    it("answers one content epoch per shard, in order; a shard keeps its first unless the tier cannot vouch", async () => {
+      expect(await dispatch.contentEpochs([4], "first")).toEqual(["first"]);
+      const again = await dispatch.contentEpochs([4, 9], "second");
+      expect(again).toEqual(
+        subject.vouchesForContents ? ["first", "second"] : ["second", "second"],
+      );
+      expect(await dispatch.contentEpochs([], "third")).toEqual([]);
+    });
 
     it("is connected and answers ping", async () => {
       expect(subject.hot.isConnected()).toBe(true);

@@ -21,6 +21,7 @@ hotTierContract("redis", async () => {
   return {
     hot,
     dispatch: new RedisDispatchHotTier(redis, prefix),
+    vouchesForContents: true,
     async cleanup() {
       await hot.close();
       await deleteRedisKeys(prefix);
@@ -30,5 +31,5 @@ hotTierContract("redis", async () => {
 
 hotTierContract("in process", async () => {
   const tier = new MemoryHotTier();
-  return { hot: tier, dispatch: tier, cleanup: async () => undefined };
+  return { hot: tier, dispatch: tier, vouchesForContents: false, cleanup: async () => undefined };
 });

@@ -2,7 +2,8 @@
  * The pre-loader on the real Postgres and Redis: owning shards {a, b}, it adds
  * exactly those shards' SCHEDULED tasks due inside the hot window to their due
  * sets and nothing to the other fourteen (Postgres filters by the stored
- * tasks.hot_shard), page after page; a second sweep changes nothing. Tasks
+ * tasks.hot_shard), page after page; later sweeps read only the tasks that
+ * entered the window since, until the shards' keys are flushed. Tasks
  * written with their shard (cf_insert_tasks, as the API does) and without it
  * (the trigger fills it in) are both found, and the trigger's SQL hash agrees
  * with shardOf.
@@ -199,7 +200,7 @@ describe("tasks.hot_shard", () => {
 });
 
 describe("a pre-loader owning shards {a, b}", () => {
-  it("loads exactly their SCHEDULED tasks due inside the hot window, none of another shard's; again idempotently", async () => {
+  it("loads exactly their SCHEDULED tasks due inside the hot window; then only what enters it; whole again after a flush", async () => {
     const preloader = new Preloader(
       new PgDispatchStore(ownerPool),
       new RedisDispatchHotTier(redis, prefix),
@@ -211,15 +212,30 @@ describe("a pre-loader owning shards {a, b}", () => {
     );
     const expected = new Map<number, Map<string, number>>();
     for (let shard = 0; shard < HOT_SHARD_COUNT; shard++) expected.set(shard, new Map());
-    for (const t of seeded) {
-      if (t.kind === "due" && (OWNED as readonly number[]).includes(t.shard))
-        expected.get(t.shard)!.set(t.id, t.runAtMs);
-    }
+    const add = (kind: Seeded["kind"]) => {
+      for (const t of seeded) {
+        if (t.kind === kind && (OWNED as readonly number[]).includes(t.shard))
+          expected.get(t.shard)!.set(t.id, t.runAtMs);
+      }
+    };
+    add("due");
 
     expect(await preloader.sweep()).toBe(OWNED.length * 5);
     expect(await dueSets()).toEqual(expected);
 
-    expect(await preloader.sweep()).toBe(OWNED.length * 5);
+    // Nothing entered the window since: a sweep reads nothing.
+    expect(await preloader.sweep()).toBe(0);
+    expect(await dueSets()).toEqual(expected);
+
+    // 20 minutes on, each shard's "later" task (70 min ahead at the start) is inside: only it is read.
+    clock.advance(20 * MINUTE_MS);
+    add("later");
+    expect(await preloader.sweep()).toBe(OWNED.length);
+    expect(await dueSets()).toEqual(expected);
+
+    // This test's keys flushed (the shared Redis keeps everyone else's): the epochs went with them.
+    await deleteRedisKeys(prefix);
+    expect(await preloader.sweep()).toBe(OWNED.length * 6);
     expect(await dueSets()).toEqual(expected);
   });
 });

@@ -50,6 +50,11 @@ export class MemoryHotTier implements HotTier, DispatchHotTier, CancelNotifier {
     }
   }
 
+  /** Another process's API adds to its own memory, never to this one: nothing here is vouched for. */
+  async contentEpochs(shards: readonly number[], candidate: string): Promise<string[]> {
+    return shards.map(() => candidate);
+  }
+
   isConnected(): boolean {
     return true;
   }

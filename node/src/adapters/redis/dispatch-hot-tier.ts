@@ -5,7 +5,7 @@
  */
 import type { Redis } from "ioredis";
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
-import { cancelsKey, claimedKey, dueKey, shardOf } from "../../domain/shard.js";
+import { cancelsKey, claimedKey, dueKey, epochKey, shardOf } from "../../domain/shard.js";
 import type { CancelNotifier } from "../../ports/cancel-notifier.js";
 import type { ClaimBatch, ClaimRequest, DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
 import type { Claim } from "../../ports/dispatch-store.js";
@@ -152,6 +152,20 @@ export class RedisDispatchHotTier implements DispatchHotTier, CancelNotifier {
     const results = await this.run(() => pipeline.exec());
     const failed = results?.find(([error]) => error !== null);
     if (failed) throw unavailable(failed[0]);
+  }
+
+  async contentEpochs(shards: readonly number[], candidate: string): Promise<string[]> {
+    if (shards.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    // SET … NX GET (Redis 7): the present token, or nil once `candidate` is set in its place.
+    for (const shard of shards)
+      pipeline.set(epochKey(this.keyPrefix, shard), candidate, "NX", "GET");
+    const results = await this.run(() => pipeline.exec());
+    return shards.map((_, i) => {
+      const [error, reply] = results?.[i] ?? [new Error("no reply"), null];
+      if (error) throw unavailable(error);
+      return reply === null ? candidate : String(reply);
+    });
   }
 
   /** After a cancel commits: out of due, and onto the shard's cancel list for the dispatcher holding it. */

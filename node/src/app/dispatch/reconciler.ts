@@ -28,7 +28,7 @@ import type { DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
 import type { DispatchMetrics } from "../../ports/dispatch-metrics.js";
 import type { DispatchStore } from "../../ports/dispatch-store.js";
 import type { ExecutionStore } from "../../ports/execution-store.js";
-import { sweepScheduled } from "./scheduled-sweep.js";
+import { fromStart, sweepScheduled } from "./scheduled-sweep.js";
 
 export interface ReconcilerOptions {
   dispatchTimeoutMs: number;
@@ -126,8 +126,12 @@ export class Reconciler {
 
   private async rehydrate(): Promise<number> {
     const beforeMs = this.clock.nowMs() + this.options.rehydrateAheadMs;
-    return sweepScheduled(this.store, beforeMs, ALL_SHARDS, this.options.batchSize, (page) =>
-      this.hotTier.rehydrate(page),
+    return sweepScheduled(
+      this.store,
+      beforeMs,
+      fromStart(ALL_SHARDS),
+      this.options.batchSize,
+      (page) => this.hotTier.rehydrate(page),
     );
   }
 }

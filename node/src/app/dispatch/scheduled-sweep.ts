@@ -1,8 +1,9 @@
 /**
  * Pages through the SCHEDULED tasks of some shards that are due before a
  * bound: one statement per page for all the shards (the pre-loader's and the
- * reconciler's sweeps). Each shard keeps its own keyset cursor and leaves the
- * sweep once a page brings fewer than its limit.
+ * reconciler's sweeps). Each shard starts at its own cursor (null: from the
+ * start), keeps its own keyset cursor and leaves the sweep once a page
+ * brings fewer than its limit.
  */
 import type { DispatchStore, ScheduledEntry, ShardCursor } from "../../ports/dispatch-store.js";
 
@@ -10,11 +11,11 @@ import type { DispatchStore, ScheduledEntry, ShardCursor } from "../../ports/dis
 export async function sweepScheduled(
   store: DispatchStore,
   beforeMs: number,
-  shards: Iterable<number>,
+  start: readonly ShardCursor[],
   pageSize: number,
   onPage: (page: ScheduledEntry[]) => Promise<number>,
 ): Promise<number> {
-  let cursors: ShardCursor[] = [...shards].map((shard) => ({ shard, after: null }));
+  let cursors: ShardCursor[] = [...start];
   let total = 0;
   while (cursors.length > 0) {
     const limitPerShard = Math.max(1, Math.ceil(pageSize / cursors.length));
@@ -24,6 +25,10 @@ export async function sweepScheduled(
   }
   return total;
 }
+
+/** Cursors that sweep these shards from their first task. */
+export const fromStart = (shards: Iterable<number>): ShardCursor[] =>
+  [...shards].map((shard) => ({ shard, after: null }));
 
 /** The shards whose page was full, each resuming after the last entry it brought. */
 function unfinished(

@@ -92,6 +92,7 @@ function setup(
     returnExpired: async () => 0,
     rehydrate: async () => 0,
     addDue: async () => undefined,
+    contentEpochs: async (shards, candidate) => shards.map(() => candidate),
   };
   const store: DispatchStore = {
     async arm(batches: readonly ArmBatch[]): Promise<ArmResult[]> {
