@@ -165,7 +165,7 @@ const schema = z.object({
   workerConcurrencyStandard: intFromEnv(1, 10_000).default(256),
   /** CF_WORKER_CONCURRENCY_BULK */
   workerConcurrencyBulk: intFromEnv(1, 10_000).default(128),
-  /** CF_WORKER_CONCURRENCY_OVERDUE: late tasks still run, on their own budget. */
+  /** CF_WORKER_CONCURRENCY_OVERDUE: late tasks still run, on their own budget plus the on-time queues' idle slots. */
   workerConcurrencyOverdue: intFromEnv(1, 10_000).default(64),
   /** CF_WORKER_TENANT_CONCURRENCY: most tasks of one tenant running at once, per queue and process. */
   workerTenantConcurrency: intFromEnv(1, 10_000).default(128),

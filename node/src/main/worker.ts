@@ -10,8 +10,12 @@
  * They still run — a user who scheduled a task expects it to happen, late
  * rather than never (Temporal and BullMQ run late work too) — but on their
  * own consumer and budget, so a backlog of late tasks does not make on-time
- * critical tasks late as well. Leave `overdue` out of --queues on workers
- * that must serve only on-time work.
+ * critical tasks late as well. Its budget grows into the on-time queues'
+ * idle slots (up to three quarters of each, only while none of their own
+ * work waits: app/execution/limiter.ts): a run that falls behind, where
+ * nearly every task is late, keeps the worker's whole capacity instead of
+ * shrinking to the overdue queue's own slots and falling further behind.
+ * Leave `overdue` out of --queues on workers that must serve only on-time work.
  */
 
 import { registerBuiltins } from "../adapters/handlers/builtin.js";
@@ -101,7 +105,9 @@ export async function startWorker(
   const newId = uuidv7From(clock);
   // Per-tenant starts, completions and failures, for the dashboard (app/dashboard/tenant-activity.ts).
   const activity = new TenantActivity();
+  const limiters = queueLimiters(config);
   for (const queue of queuesOf(config)) {
+    const limiter = limiters.get(queue)!;
     const pool = rolePgPool(
       infra,
       config,
@@ -157,13 +163,13 @@ export async function startWorker(
       },
     );
     executors.push(executor);
-    const concurrency = concurrencyOf(config, queue);
     const consumer = infra.transport.consumer({
       kind: queue,
       clientId: `chronofence-${workerId}-${queue}`,
-      // Twice the slots: a message is ready the moment one frees. Messages waiting for their
-      // tenant's slot (or their run_at) are not counted, up to CF_WORKER_MAX_WAITING.
-      maxInFlight: concurrency * 2,
+      // Twice the slots it can hold (its own and those it may borrow): a message is ready the
+      // moment one frees. Messages waiting for their tenant's slot (or their run_at) are not
+      // counted, up to CF_WORKER_MAX_WAITING.
+      maxInFlight: limiter.reach * 2,
       maxWaiting: config.workerMaxWaiting,
       maxRetained: config.workerMaxRetained,
       onError: (error) => onError(error, `kafka consumer ${queue}`),
@@ -173,7 +179,7 @@ export async function startWorker(
     const run = queueRunner({
       queue,
       executor,
-      limiter: new QueueLimiter(concurrency, config.workerTenantConcurrency),
+      limiter,
       metrics,
       maxEnvelopeChars: config.kafkaMaxMessageBytes,
       onMalformed: ({ code, reason, taskId, tenantId }, length) =>
@@ -219,6 +225,22 @@ export async function startWorker(
       log.info("worker stopped");
     },
   };
+}
+
+/**
+ * One limiter per queue; the overdue queue borrows the on-time queues' idle
+ * slots (app/execution/limiter.ts), so falling behind does not shrink the
+ * worker to the overdue queue's own slots.
+ */
+function queueLimiters(config: Config): Map<TopicKind, QueueLimiter> {
+  const queues = queuesOf(config);
+  const limiterOf = (queue: TopicKind, lenders: QueueLimiter[] = []) =>
+    new QueueLimiter(concurrencyOf(config, queue), config.workerTenantConcurrency, lenders);
+  const limiters = new Map<TopicKind, QueueLimiter>();
+  for (const queue of queues) if (queue !== "overdue") limiters.set(queue, limiterOf(queue));
+  if (queues.includes("overdue"))
+    limiters.set("overdue", limiterOf("overdue", [...limiters.values()]));
+  return limiters;
 }
 
 function concurrencyOf(config: Config, queue: TopicKind): number {

@@ -4,12 +4,24 @@
  * for its tenant's slot before it queues for a shared one, so a tenant at its
  * cap holds no shared slot while it waits and the other tenants' tasks pass.
  * Waiters are served first come, first served.
+ *
+ * A queue may borrow from lenders (the overdue queue from the on-time ones,
+ * main/worker.ts): when its own slots are taken, a task runs on a lender's
+ * idle slot, so a run that falls behind — where nearly every task is late
+ * and the on-time queues stand empty — keeps the whole worker's capacity
+ * instead of shrinking to the overdue queue's. A lender lends only while
+ * nothing of its own waits and more than a quarter of its slots stay free,
+ * so on-time work that arrives still starts at once and late work never
+ * holds more than three quarters of an on-time queue. A lender lends to one
+ * borrower.
  */
 export class Semaphore {
   private active = 0;
   private readonly waiters: Array<() => void> = [];
+  /** Called when a slot is released with nobody of its own waiting (a borrower may take it). */
+  onFree: (() => void) | null = null;
 
-  constructor(private readonly capacity: number) {}
+  constructor(readonly capacity: number) {}
 
   /** Takes a slot if one is free now. */
   tryAcquire(): boolean {
@@ -26,7 +38,18 @@ export class Semaphore {
   release(): void {
     const next = this.waiters.shift();
     if (next) next();
-    else this.active--;
+    else {
+      this.active--;
+      this.onFree?.();
+    }
+  }
+
+  /** Takes a slot to lend if its own work leaves more than a quarter of the slots free. */
+  tryLend(): boolean {
+    if (this.waiters.length > 0 || this.active + 1 > this.capacity - this.capacity / 4)
+      return false;
+    this.active++;
+    return true;
   }
 
   get idle(): boolean {
@@ -37,12 +60,26 @@ export class Semaphore {
 export class QueueLimiter {
   private readonly shared: Semaphore;
   private readonly tenants = new Map<string, Semaphore>();
+  /** Borrowers' tasks waiting for a slot of their own queue or of a lender, first come first served. */
+  private readonly borrowWaiters: Array<() => void> = [];
 
   constructor(
     total: number,
     private readonly perTenant: number,
+    private readonly lenders: readonly QueueLimiter[] = [],
   ) {
     this.shared = new Semaphore(total);
+    if (lenders.length > 0) {
+      const wake = () => this.borrowWaiters.shift()?.();
+      for (const lender of lenders) lender.shared.onFree = wake;
+      this.shared.onFree = wake;
+    }
+  }
+
+  /** The most tasks it can run at once: its own slots and the most its lenders lend (Semaphore.tryLend). */
+  get reach(): number {
+    const lendable = (l: QueueLimiter) => Math.floor(l.shared.capacity - l.shared.capacity / 4);
+    return this.lenders.reduce((sum, l) => sum + lendable(l), this.shared.capacity);
   }
 
   /**
@@ -67,16 +104,30 @@ export class QueueLimiter {
       onTenantWait?.(false);
     }
     try {
-      await this.shared.acquire();
+      const slot = await this.slot();
       try {
         return await fn();
       } finally {
-        this.shared.release();
+        slot.release();
       }
     } finally {
       tenant.release();
       // Forget idle tenants: the map stays as small as the tenants in flight.
       if (tenant.idle) this.tenants.delete(tenantId);
+    }
+  }
+
+  /** A slot of this queue, or with lenders one of theirs, whichever frees first. */
+  private async slot(): Promise<Semaphore> {
+    if (this.lenders.length === 0) {
+      await this.shared.acquire();
+      return this.shared;
+    }
+    for (;;) {
+      if (this.shared.tryAcquire()) return this.shared;
+      const lender = this.lenders.find((l) => l.shared.tryLend());
+      if (lender) return lender.shared;
+      await new Promise<void>((resolve) => this.borrowWaiters.push(resolve));
     }
   }
 }
