@@ -155,21 +155,8 @@ export function validateSubmission(
   index?: number,
 ): ValidatedSubmission {
   const at = index === undefined ? {} : { index };
-  const shaped = shape.safeParse(input);
-  if (!shaped.success) {
-    throw new ChronofenceError(ErrorCode.InvalidRequest, "malformed task", {
-      details: { ...at, issues: issuesOf(shaped.error) },
-    });
-  }
-  const checked = rules.safeParse(shaped.data);
-  if (!checked.success) {
-    throw new ChronofenceError(ErrorCode.Unprocessable, "invalid task", {
-      details: { ...at, issues: issuesOf(checked.error) },
-    });
-  }
-  const s = checked.data;
+  const { fields: s, payload } = parseSubmission(input, at);
   const retry = resolveRetry(s, ctx, at);
-  const payload = shaped.data.payload ?? null;
   const payloadJson = serialisePayload(payload, ctx, at);
   const runAtMs = resolveRunAtMs(s.run_at, s.delay_ms, ctx, at);
   return {
@@ -190,6 +177,35 @@ export function validateSubmission(
     },
     payload,
   };
+}
+
+/** The two layers, for the test that holds TaskSubmission to them (parseSubmission relies on it). */
+export const submissionLayers = { shape, rules };
+
+/**
+ * One zod pass for a valid submission: TaskSubmission accepts exactly what
+ * `shape` and then `rules` accept. Only a refused one is parsed again, by
+ * the two layers, to tell a malformed task (400) from an invalid one (422).
+ */
+function parseSubmission(
+  input: unknown,
+  at: Record<string, unknown>,
+): { fields: z.infer<typeof rules>; payload: unknown } {
+  const valid = TaskSubmission.safeParse(input);
+  if (valid.success) return { fields: valid.data, payload: valid.data.payload ?? null };
+  const shaped = shape.safeParse(input);
+  if (!shaped.success) {
+    throw new ChronofenceError(ErrorCode.InvalidRequest, "malformed task", {
+      details: { ...at, issues: issuesOf(shaped.error) },
+    });
+  }
+  const checked = rules.safeParse(shaped.data);
+  if (!checked.success) {
+    throw new ChronofenceError(ErrorCode.Unprocessable, "invalid task", {
+      details: { ...at, issues: issuesOf(checked.error) },
+    });
+  }
+  return { fields: checked.data, payload: shaped.data.payload ?? null };
 }
 
 /**

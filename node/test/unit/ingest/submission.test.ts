@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { ChronofenceError } from "../../../src/domain/errors.js";
-import { validateBatchEnvelope, validateSubmission } from "../../../src/domain/submission.js";
+import {
+  submissionLayers,
+  TaskSubmission,
+  validateBatchEnvelope,
+  validateSubmission,
+} from "../../../src/domain/submission.js";
 
 const NOW_MS = Date.parse("2030-01-01T00:00:00Z");
 const ctx = {
@@ -178,6 +183,53 @@ describe("validateSubmission", () => {
     expect(canonical({ type: "a", run_at: "2030-01-01T10:00:00Z" })).not.toBe(
       canonical({ type: "a", delay_ms: 36_000_000 }),
     );
+  });
+});
+
+describe("the one-pass parse of a submission", () => {
+  // Values of each field: valid ones, and of the wrong type or out of range.
+  const FIELD_VALUES: Record<string, unknown[]> = {
+    type: ["send", "a.b:c/d-e_f", "", "x".repeat(129), "bad type", 7, null],
+    payload: [{ a: 1 }, [1, 2], "text", null, 3],
+    run_at: ["2030-01-02T00:00:00Z", "2030-01-02t00:00:00z", "2030-01-02", "soon", 5],
+    delay_ms: [0, 1500, -1, 1.5, "10"],
+    priority: ["critical", "bulk", "urgent", 1],
+    idempotency_key: ["k-1", "", "with space", "x".repeat(256), 9],
+    max_attempts: [1, 5, 0, 1000, 2.5, "3"],
+    timeout_ms: [1, 86_400_000, 0, 86_400_001, "1"],
+    backoff: [
+      {},
+      { strategy: "fixed", base_ms: 10 },
+      { strategy: "nope" },
+      { base_ms: -1 },
+      { other: 1 },
+      "x",
+    ],
+    unknown_field: [1],
+  };
+  const FIELDS = Object.keys(FIELD_VALUES);
+
+  it("accepts exactly what the shape and then the rules accept, over 3,000 generated submissions", () => {
+    let seed = 20261202;
+    const next = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const pick = <T>(values: readonly T[]) => values[Math.floor(next() * values.length)]!;
+    const verdicts = { accepted: 0, malformed: 0, invalid: 0 };
+    for (let n = 0; n < 3000; n++) {
+      const input: Record<string, unknown> = {};
+      for (const field of FIELDS)
+        if (next() < (field === "unknown_field" ? 0.05 : 0.4))
+          input[field] = pick(FIELD_VALUES[field]!);
+      if (next() < 0.9 && input.type === undefined) input.type = "send";
+      const shaped = submissionLayers.shape.safeParse(input);
+      const layered = shaped.success && submissionLayers.rules.safeParse(shaped.data).success;
+      expect(TaskSubmission.safeParse(input).success, JSON.stringify(input)).toBe(layered);
+      verdicts[layered ? "accepted" : shaped.success ? "invalid" : "malformed"]++;
+    }
+    // The generator reaches all three outcomes, often.
+    for (const count of Object.values(verdicts)) expect(count).toBeGreaterThan(150);
   });
 });
 
