@@ -7,6 +7,7 @@
  * (bench/peers/bullmq.ts) and prints both side by side.
  *
  *   npm run bench:e2e -- --rate 5000 --seconds 10 [--json] [--no-peer | --peer-only] [--embedded]
+ *   npm run bench:e2e -- --find-max [--from 500] [--seconds 10] [--json]
  *
  * --embedded offers the same load to `chronofence dev` on the embedded
  * default instead (one process; PGlite, in-process hot tier and transport:
@@ -36,6 +37,9 @@
  *    reported as `fenced_rejections` from its metrics.
  *    BullMQ's duplicates are jobs it started more than once (`ats` > 1).
  *
+ * --find-max steps each system's offered rate up from --from until it no
+ * longer keeps up (bench/e2e-find-max.ts) and reports both maxima.
+ *
  * With --json the last line is one JSON object: `publish`, `worker_start`
  * ({p50_ms, p99_ms, max_ms}), `completed_per_s`, `lost`, `early`,
  * `duplicates`, and `peer` (BullMQ's figures) with `ratio`.
@@ -46,6 +50,7 @@ import { parseArgs } from "node:util";
 import pg from "pg";
 import { TOPICS } from "../node/src/domain/envelope.js";
 import { runEmbedded } from "./e2e-embedded.js";
+import { findMax } from "./e2e-find-max.js";
 import { counterOf, executionOutcome, readTasks } from "./e2e-outcome.js";
 import { type PeerReport, runBullmqPeer } from "./peers/bullmq.js";
 import { type LedgerMark, ledgerBetween, markLedger } from "./pg-ledger.js";
@@ -83,6 +88,8 @@ const { values: args } = parseArgs({
     "peer-only": { type: "boolean", default: false },
     embedded: { type: "boolean", default: false },
     "metrics-port": { type: "string", default: "18092" },
+    "find-max": { type: "boolean", default: false },
+    from: { type: "string", default: "500" },
   },
 });
 const ratePerS = Number(args.rate);
@@ -276,6 +283,7 @@ function line(name: string, l: Lateness | null): string {
 }
 
 async function main(): Promise<void> {
+  if (args["find-max"]) return findMax(Number(args.from), seconds, args.json);
   const loadAvgBefore = os.loadavg().map(round);
   log(
     `offering ${ratePerS} no-op tasks/s for ${seconds} s, run_at in ${leadMs}–${leadMs + spreadMs} ms; ` +
