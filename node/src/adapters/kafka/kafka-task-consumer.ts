@@ -25,12 +25,15 @@
  * retriable, and "Failed to find group coordinator" (a broker back up but
  * still loading its offsets) is not one (kafkajs#1445, #1630): the consumer
  * would stay stopped for good while the worker looks healthy. So every crash
- * is restarted here, with a backoff, until stop().
+ * is restarted here, with a backoff, until stop(). A consumer whose commits
+ * its group refuses as not-a-member for two session timeouts is stopped and
+ * restarted the same way (membership-watch.ts).
  */
 import { type Consumer, type ConsumerRunConfig, Kafka, logLevel } from "kafkajs";
 import { withTimeout } from "../../app/shared/with-timeout.js";
 import { type TopicKind, topicName } from "../../domain/envelope.js";
 import type { MessageHandler, QueueConsumer } from "../../ports/transport.js";
+import { MembershipWatch } from "./membership-watch.js";
 import { OffsetWatermarks } from "./offset-watermarks.js";
 
 /** The consumer group of a queue's workers (consumer-lag.ts reads its offsets too). */
@@ -92,10 +95,14 @@ export class KafkaTaskConsumer implements QueueConsumer {
   /** A restart's connect and join, while under way. */
   private restarting: Promise<void> | undefined;
   private restartDelayMs = RESTART_DELAY_MS.first;
+  private readonly membership: MembershipWatch;
+  /** Stopping the consumer to rejoin (forceRejoin): the batch under way gives up waiting for room. */
+  private rejoining = false;
   private runConfig: ConsumerRunConfig | undefined;
 
   constructor(private readonly options: TaskConsumerOptions) {
     this.topic = topicName(options.topicPrefix, options.kind);
+    this.membership = new MembershipWatch(2 * options.sessionTimeoutMs);
     const kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
@@ -132,6 +139,7 @@ export class KafkaTaskConsumer implements QueueConsumer {
     this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
       // A new generation starts from the committed offsets: what was handed out before is re-delivered.
       this.watermarks.reset();
+      this.membership.member();
       this.running = true;
       this.restartDelayMs = RESTART_DELAY_MS.first;
       options.onRunning?.(true);
@@ -171,9 +179,9 @@ export class KafkaTaskConsumer implements QueueConsumer {
         );
         try {
           for (const message of batch.messages) {
-            await this.room(() => rebalancing);
+            await this.room(() => rebalancing || this.rejoining);
             // A revoked partition's messages belong to another member now.
-            if (rebalancing || this.stopping || !isRunning() || isStale()) return;
+            if (rebalancing || this.rejoining || this.stopping || !isRunning() || isStale()) return;
             this.hand(handle, batch.partition, message.offset, message.value);
             resolveOffset(message.offset);
           }
@@ -301,10 +309,33 @@ export class KafkaTaskConsumer implements QueueConsumer {
           commits.map((c) => ({ topic: this.topic, partition: c.partition, offset: c.offset })),
         );
         this.watermarks.committed(commits);
+        this.membership.member();
       } catch (error) {
         this.options.onError(error);
+        if (this.membership.commitFailed(error, Date.now())) this.forceRejoin();
       }
     });
     return this.committing;
+  }
+
+  /** The group dropped this member and kafkajs did not rejoin: stop and start again, as after a crash. */
+  private forceRejoin(): void {
+    if (this.stopping || this.restarting || this.rejoining) return;
+    this.rejoining = true;
+    this.running = false;
+    this.options.onRunning?.(false);
+    this.options.onError(
+      new Error(
+        `kafka consumer ${this.topic}: its group has refused its commits as not a member; rejoining`,
+      ),
+    );
+    this.wakeRoom();
+    this.restarting = (async () => {
+      await withTimeout(this.consumer.stop(), RESTART_WAIT_MS);
+      this.rejoining = false;
+      this.restarting = undefined;
+      this.membership.member();
+      this.restartAfterCrash();
+    })();
   }
 }
