@@ -5,6 +5,7 @@
  * percentiles, CPU accounting, and removing the run's Redis keys and topics.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,7 +23,13 @@ import {
 } from "../node/src/main/admin.js";
 
 /** The repository root (the benchmarks run from dist/bench/). */
-export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+/** The repository: the nearest directory up with a package.json, from dist/bench (built) or bench (a test's import of the sources). */
+export const root = (() => {
+  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, "package.json"))) return dir;
+    if (dir === path.dirname(dir)) throw new Error("no package.json above bench/support");
+  }
+})();
 
 /**
  * Creates (if need be), migrates and partitions the bench database, empties

@@ -1,0 +1,164 @@
+/**
+ * A queue consumer cut off from its broker by a network partition (a black
+ * hole: bytes stop, connections stay open; then the links reset) for longer
+ * than its session timeout must be back in its group after the heal, and
+ * consume again — not stay out of it while it reports itself up
+ * (docs/evidence.md, F2: seen in chaos runs that partitioned nodes from
+ * Kafka). Two KafkaTaskConsumers of one group on a broker of the test's own
+ * (bench/chaos/services.ts: one listener advertised at the proxy, so every
+ * connection of the cut consumer, metadata answers included, goes through
+ * it), the other consumer on the broker's own listener.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Kafka, logLevel } from "kafkajs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { undoAll } from "../../../bench/chaos/cleanup.js";
+import { type PartitionProxy, partitionProxy } from "../../../bench/chaos/proxy.js";
+import { freePort, type OwnKafka, startOwnKafka } from "../../../bench/chaos/services.js";
+import { KafkaTaskConsumer, workerGroupOf } from "../../src/adapters/kafka/kafka-task-consumer.js";
+import { topicName } from "../../src/domain/envelope.js";
+
+const SESSION_TIMEOUT_MS = 6000;
+const PARTITIONS = 4;
+
+let dir: string;
+let kafka: OwnKafka;
+let proxy: PartitionProxy;
+const consumers: KafkaTaskConsumer[] = [];
+let PREFIX = "";
+let received = { cut: 0, direct: 0 };
+let up = { cut: false, direct: false };
+
+function consumer(name: "cut" | "direct", brokers: string[], maxInFlight = 100): KafkaTaskConsumer {
+  const c = new KafkaTaskConsumer({
+    brokers,
+    clientId: `chronofence-${name}-standard`,
+    topicPrefix: PREFIX,
+    kind: "standard",
+    maxInFlight,
+    maxRetained: 1000,
+    commitIntervalMs: 200,
+    sessionTimeoutMs: SESSION_TIMEOUT_MS,
+    onError: () => undefined,
+    onRunning: (running) => {
+      up[name] = running;
+    },
+  });
+  consumers.push(c);
+  return c;
+}
+
+/** Counts each message; the cut consumer's wait for `gate` first, when there is one. */
+const handler = (name: "cut" | "direct", gate?: Promise<void>) => async () => {
+  if (gate && name === "cut") await gate;
+  received[name]++;
+  return true;
+};
+
+/** A fresh group and topic for one scenario (the broker is shared by the file's tests). */
+async function freshQueue(name: string): Promise<void> {
+  PREFIX = `partition-${name}-${Date.now()}.`;
+  received = { cut: 0, direct: 0 };
+  up = { cut: false, direct: false };
+  await Promise.allSettled(consumers.splice(0).map((c) => c.stop()));
+  const admin = new Kafka({ brokers: [kafka.brokers], logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  await admin.createTopics({
+    topics: [{ topic: topicName(PREFIX, "standard"), numPartitions: PARTITIONS }],
+  });
+  await admin.disconnect();
+}
+
+/** Cuts the proxy until the group has evicted the cut consumer, and for two session timeouts more. */
+async function partitionPastEviction(): Promise<void> {
+  proxy.partition();
+  await expect
+    .poll(members, { timeout: 6 * SESSION_TIMEOUT_MS, interval: 500 })
+    .toEqual(["chronofence-direct-standard"]);
+  await new Promise((resolve) => setTimeout(resolve, 2 * SESSION_TIMEOUT_MS));
+  proxy.heal();
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), "cf-kafka-partition-"));
+  const listenPort = await freePort();
+  proxy = await partitionProxy({ host: "127.0.0.1", port: listenPort });
+  kafka = await startOwnKafka(dir, [{ listenPort, advertisedPort: proxy.port }]);
+}, 300_000);
+
+afterAll(async () => {
+  await Promise.allSettled(consumers.map((c) => c.stop()));
+  await proxy?.close();
+  await undoAll(); // the broker (startOwnKafka registered its stop)
+  if (dir) await rm(dir, { recursive: true, force: true });
+}, 120_000);
+
+async function members(): Promise<string[]> {
+  const admin = new Kafka({ brokers: [kafka.brokers], logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const { groups } = await admin.describeGroups([workerGroupOf(PREFIX, "standard")]);
+    return (groups[0]?.members ?? []).map((m) => m.clientId).sort();
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function produce(count: number): Promise<void> {
+  const producer = new Kafka({ brokers: [kafka.brokers], logLevel: logLevel.NOTHING }).producer();
+  await producer.connect();
+  await producer.send({
+    topic: topicName(PREFIX, "standard"),
+    messages: Array.from({ length: count }, (_, i) => ({ key: `k${i}`, value: `m${i}` })),
+  });
+  await producer.disconnect();
+}
+
+const BOTH = ["chronofence-cut-standard", "chronofence-direct-standard"];
+
+describe("a queue consumer partitioned from its broker past its session timeout", () => {
+  it("is back in its group after the heal, says so, and consumes again", async () => {
+    await freshQueue("idle");
+    await consumer("cut", [`127.0.0.1:${proxy.port}`]).start(handler("cut"));
+    await consumer("direct", [kafka.brokers]).start(handler("direct"));
+    await expect.poll(members, { timeout: 60_000, interval: 500 }).toEqual(BOTH);
+    await produce(200);
+    await expect
+      .poll(() => received.cut > 0 && received.direct > 0, { timeout: 30_000 })
+      .toBe(true);
+
+    await partitionPastEviction();
+
+    await expect.poll(members, { timeout: 90_000, interval: 1000 }).toEqual(BOTH);
+    await expect.poll(() => up.cut, { timeout: 30_000 }).toBe(true);
+    // Its partitions are its own again: new messages reach it.
+    const before = received.cut;
+    await produce(400);
+    await expect.poll(() => received.cut > before, { timeout: 30_000 }).toBe(true);
+  }, 300_000);
+
+  it("rejoins too when the partition caught it with a batch waiting for room, its tasks finishing after the heal", async () => {
+    await freshQueue("busy");
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    // Two in flight at most: its tasks hang until the gate opens, so its batch waits for room.
+    await consumer("cut", [`127.0.0.1:${proxy.port}`], 2).start(handler("cut", gate));
+    await consumer("direct", [kafka.brokers]).start(handler("direct"));
+    await expect.poll(members, { timeout: 60_000, interval: 500 }).toEqual(BOTH);
+    await produce(200);
+    await expect.poll(() => received.direct > 0, { timeout: 30_000 }).toBe(true);
+
+    await partitionPastEviction();
+    open();
+
+    await expect.poll(members, { timeout: 90_000, interval: 1000 }).toEqual(BOTH);
+    await expect.poll(() => up.cut, { timeout: 30_000 }).toBe(true);
+    const before = received.cut;
+    await produce(400);
+    await expect.poll(() => received.cut > before, { timeout: 30_000 }).toBe(true);
+  }, 300_000);
+});
