@@ -78,6 +78,7 @@ export function renderSvg(spec: PlotSpec): string {
   const f = (n: number) => n.toFixed(1);
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" font-family="sans-serif" font-size="11">`,
+    `<title>${escapeXml(spec.title)} (${escapeXml(spec.unit)})</title>`,
     `<rect width="${WIDTH}" height="${HEIGHT}" fill="white"/>`,
     `<text x="${MARGIN.left}" y="18" font-size="13" font-weight="bold">${escapeXml(spec.title)} (${escapeXml(spec.unit)})</text>`,
   ];
