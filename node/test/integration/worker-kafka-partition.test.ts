@@ -118,6 +118,15 @@ async function produce(count: number): Promise<void> {
 
 const BOTH = ["chronofence-cut-standard", "chronofence-direct-standard"];
 
+/** Both members in the group again, the cut one says it is up, and its partitions are its own: new messages reach it. */
+async function expectBackAndConsuming(): Promise<void> {
+  await expect.poll(members, { timeout: 90_000, interval: 1000 }).toEqual(BOTH);
+  await expect.poll(() => up.cut, { timeout: 30_000 }).toBe(true);
+  const before = received.cut;
+  await produce(400);
+  await expect.poll(() => received.cut > before, { timeout: 30_000 }).toBe(true);
+}
+
 describe("a queue consumer partitioned from its broker past its session timeout", () => {
   it("is back in its group after the heal, says so, and consumes again", async () => {
     await freshQueue("idle");
@@ -131,12 +140,7 @@ describe("a queue consumer partitioned from its broker past its session timeout"
 
     await partitionPastEviction();
 
-    await expect.poll(members, { timeout: 90_000, interval: 1000 }).toEqual(BOTH);
-    await expect.poll(() => up.cut, { timeout: 30_000 }).toBe(true);
-    // Its partitions are its own again: new messages reach it.
-    const before = received.cut;
-    await produce(400);
-    await expect.poll(() => received.cut > before, { timeout: 30_000 }).toBe(true);
+    await expectBackAndConsuming();
   }, 300_000);
 
   it("rejoins too when the partition caught it with a batch waiting for room, its tasks finishing after the heal", async () => {
@@ -155,10 +159,6 @@ describe("a queue consumer partitioned from its broker past its session timeout"
     await partitionPastEviction();
     open();
 
-    await expect.poll(members, { timeout: 90_000, interval: 1000 }).toEqual(BOTH);
-    await expect.poll(() => up.cut, { timeout: 30_000 }).toBe(true);
-    const before = received.cut;
-    await produce(400);
-    await expect.poll(() => received.cut > before, { timeout: 30_000 }).toBe(true);
+    await expectBackAndConsuming();
   }, 300_000);
 });
