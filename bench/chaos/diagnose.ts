@@ -87,6 +87,22 @@ export async function kafkaLag(brokers: string): Promise<GroupLag[]> {
   }
 }
 
+/**
+ * Live workers that are not members of a queue's group (evidence F2: a
+ * consumer out of its group while its worker reports it up). A worker's
+ * consumer of `queue` has client id `chronofence-<node id>-<queue>`.
+ */
+export function missingMembers(
+  groups: readonly GroupLag[],
+  workerNodeIds: readonly string[],
+): Array<{ queue: string; nodeId: string }> {
+  return groups.flatMap((g) =>
+    workerNodeIds
+      .filter((id) => !g.members.includes(`chronofence-${id}-${g.queue}`))
+      .map((nodeId) => ({ queue: g.queue, nodeId })),
+  );
+}
+
 export interface HotTierSizes {
   due: number;
   claimed: number;
@@ -119,6 +135,14 @@ export async function diagnostics(topology: Topology): Promise<string> {
   const parts: string[] = [`# diagnostics at ${new Date().toISOString()}`];
   const lag = await kafkaLag(topology.kafka.brokers).catch((e: Error) => e.message);
   parts.push(`## kafka worker groups\n${JSON.stringify(lag, null, 1)}`);
+  if (typeof lag !== "string") {
+    const live = topology.ofKind("worker").filter((p) => p.alive && !p.paused);
+    const missing = missingMembers(
+      lag,
+      live.map((p) => p.nodeId),
+    );
+    parts.push(`## live workers missing from a group (F2)\n${JSON.stringify(missing)}`);
+  }
   const sizes = await hotTierSizes(topology.redis.url).catch((e: Error) => e.message);
   parts.push(`## hot tier\n${JSON.stringify(sizes)}`);
   for (const [name, page] of await scrapeAll(topology)) {
