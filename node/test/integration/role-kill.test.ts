@@ -163,7 +163,11 @@ async function expectTakenOver(
 describe("kill -9", () => {
   it("of a pre-loader: the survivor takes its shards and loads every task due on them", async () => {
     const { fixture } = await start("kill-preloader", { hotWindowMs: 0 }, true);
-    const [a, b] = await twoNodes(fixture, "preloader", { CF_PRELOAD_INTERVAL_MS: "300" });
+    // The pre-loaders' window is the API's (0): each sweep reads what fell due since the last.
+    const [a, b] = await twoNodes(fixture, "preloader", {
+      CF_PRELOAD_INTERVAL_MS: "300",
+      CF_HOT_WINDOW_MS: "0",
+    });
     const before = await waitUntil(
       "the preload shards split between a and b",
       () => leases(fixture, "preload:%"),

@@ -15,6 +15,13 @@
  * or restart loses the epoch with the entries). An add a writer lost with
  * the hot tier up (its own network error) is the reconciler's re-hydration's
  * to repair, as before, before the task is due.
+ *
+ * Each incremental sweep also reads the last REREAD_MS of what it covered: a
+ * task is visible only once its transaction commits, so one due just before
+ * the last sweep's bound may commit after that sweep read past it (a request
+ * still in flight, a writer whose clock runs behind). With a hot window of 0
+ * the pre-loader is the only way into the hot tier, so that slice is what
+ * keeps such a task from staying SCHEDULED for good.
  */
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../ports/clock.js";
@@ -37,8 +44,12 @@ interface Covered {
 
 /** Sorts after every uuid: a cursor after (t, MAX_UUID) resumes at the first task due after t. */
 const MAX_UUID = "ffffffff-ffff-ffff-ffff-ffffffffffff";
-/** A cursor at untilMs would skip tasks due exactly then (an id sorts after none); start 1 ms earlier. */
-const OVERLAP_MS = 1;
+/**
+ * How far back of the covered bound an incremental sweep starts: longer than
+ * any writer's transaction takes to commit (request deadlines and statement
+ * timeouts are seconds) plus the clock skew between nodes.
+ */
+export const REREAD_MS = 60_000;
 
 export class Preloader {
   private covered = new Map<number, Covered>();
@@ -68,7 +79,7 @@ export class Preloader {
     const start = shards.map(
       (shard, i): ShardCursor => ({
         shard,
-        after: intact[i] ? { runAtMs: intact[i].untilMs - OVERLAP_MS, taskId: MAX_UUID } : null,
+        after: intact[i] ? { runAtMs: intact[i].untilMs - REREAD_MS, taskId: MAX_UUID } : null,
       }),
     );
     const total = await sweepScheduled(

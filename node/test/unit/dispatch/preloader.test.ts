@@ -4,11 +4,11 @@
  * content epochs the test controls: a sweep reads the whole window of a
  * shard the first time and after the shard may have lost entries (its epoch
  * changed, the last sweep failed, the lease came back), and otherwise only
- * the tasks that entered the window since, including one due exactly at the
- * previous bound.
+ * the tasks that entered the window since and those of the last REREAD_MS
+ * it covered (one committed after the sweep that read past it).
  */
 import { describe, expect, it } from "vitest";
-import { Preloader } from "../../../src/app/dispatch/preloader.js";
+import { Preloader, REREAD_MS } from "../../../src/app/dispatch/preloader.js";
 import type { DispatchHotTier } from "../../../src/ports/dispatch-hot-tier.js";
 import { noDispatchMetrics } from "../../../src/ports/dispatch-metrics.js";
 import type {
@@ -20,7 +20,7 @@ import type { DueEntry } from "../../../src/ports/hot-tier.js";
 import { FakeClock } from "../../support/fake-clock.js";
 
 const T0 = 1_800_000_000_000;
-const WINDOW_MS = 60_000;
+const WINDOW_MS = 3_600_000;
 const TENANT = "0190f0a0-0000-7000-8000-000000000001";
 
 const task = (shard: number, n: number, runAtMs: number): ScheduledEntry => ({
@@ -70,32 +70,53 @@ function world(tasks: ScheduledEntry[]) {
   };
 }
 
-function preloaderOver(w: ReturnType<typeof world>, clock: FakeClock, owned: Set<number>) {
+function preloaderOver(
+  w: ReturnType<typeof world>,
+  clock: FakeClock,
+  owned: Set<number>,
+  hotWindowMs = WINDOW_MS,
+) {
   return new Preloader(w.store, w.hotTier, clock, noDispatchMetrics, () => owned, {
-    hotWindowMs: WINDOW_MS,
+    hotWindowMs,
     pageSize: 2,
   });
 }
 
 describe("the pre-loader", () => {
-  it("reads a shard whole once, then only what entered the window, a task due exactly at the old bound included", async () => {
+  it("reads a shard whole once, then only what entered the window and the last REREAD_MS it covered", async () => {
     const clock = new FakeClock(T0);
     const tasks = [
       task(1, 1, T0 - 5_000),
       task(1, 2, T0 + 10_000),
-      task(1, 3, T0 + 30_000),
-      task(1, 4, T0 + WINDOW_MS), // exactly the first sweep's bound: not yet inside
-      task(1, 5, T0 + WINDOW_MS + 500),
-      task(1, 6, T0 + WINDOW_MS + 5_000),
+      task(1, 3, T0 + WINDOW_MS - REREAD_MS - 1), // covered, before the slice read again
+      task(1, 4, T0 + WINDOW_MS - 1_000), // covered, inside it
+      task(1, 5, T0 + WINDOW_MS), // exactly the first sweep's bound: not yet inside
+      task(1, 6, T0 + WINDOW_MS + 500),
+      task(1, 7, T0 + WINDOW_MS + 5_000),
     ];
     const w = world(tasks);
     const preloader = preloaderOver(w, clock, new Set([1]));
 
-    expect(await preloader.sweep()).toBe(3);
-    expect(await preloader.sweep()).toBe(0);
+    expect(await preloader.sweep()).toBe(4);
+    expect(await preloader.sweep()).toBe(1); // task 4 again
     clock.advance(1_000);
-    expect(await preloader.sweep()).toBe(2);
-    expect(w.added.map((e) => e.taskId)).toEqual(tasks.slice(0, 5).map((t) => t.taskId));
+    expect(await preloader.sweep()).toBe(3); // 4 again, 5 and 6
+    expect(new Set(w.added.map((e) => e.taskId))).toEqual(
+      new Set(tasks.slice(0, 6).map((t) => t.taskId)),
+    );
+  });
+
+  it("with a hot window of 0, loads a task that committed after the sweep that read past its run_at", async () => {
+    const clock = new FakeClock(T0);
+    const tasks = [task(1, 1, T0 - 1_000)];
+    const w = world(tasks);
+    const preloader = preloaderOver(w, clock, new Set([1]), 0);
+    expect(await preloader.sweep()).toBe(1);
+    // Due before that sweep's bound (T0), its transaction committed only after the sweep.
+    tasks.push(task(1, 2, T0 - 10));
+    clock.advance(300);
+    expect(await preloader.sweep()).toBe(2); // 1 again (still SCHEDULED here) and 2
+    expect(w.added.map((e) => e.taskId)).toContain(tasks[1]!.taskId);
   });
 
   it("reads a shard whole again when its epoch changed (a flush), and only that shard", async () => {
@@ -139,6 +160,6 @@ describe("the pre-loader", () => {
     clock.set(T0 - 30_000);
     expect(await preloader.sweep()).toBe(0);
     clock.set(T0 + 200);
-    expect(await preloader.sweep()).toBe(1);
+    expect(await preloader.sweep()).toBe(2); // 2 entered; 1 is in the slice read again
   });
 });
