@@ -118,13 +118,25 @@ async function produce(count: number): Promise<void> {
 
 const BOTH = ["chronofence-cut-standard", "chronofence-direct-standard"];
 
-/** Both members in the group again, the cut one says it is up, and its partitions are its own: new messages reach it. */
+/**
+ * Both members in the group again, the cut one says it is up, and its
+ * partitions are its own: new messages reach it. Produced in rounds, as the
+ * group may still be settling when both are listed (the other member then
+ * takes a round before the assignment moves).
+ */
 async function expectBackAndConsuming(): Promise<void> {
   await expect.poll(members, { timeout: 90_000, interval: 1000 }).toEqual(BOTH);
   await expect.poll(() => up.cut, { timeout: 30_000 }).toBe(true);
   const before = received.cut;
-  await produce(400);
-  await expect.poll(() => received.cut > before, { timeout: 30_000 }).toBe(true);
+  await expect
+    .poll(
+      async () => {
+        await produce(40);
+        return received.cut > before;
+      },
+      { timeout: 60_000, interval: 1000 },
+    )
+    .toBe(true);
 }
 
 describe("a queue consumer partitioned from its broker past its session timeout", () => {
