@@ -77,17 +77,25 @@ const nothingLost: Rule = (h, { rows }) => {
 
 /** No execution started before its task's run_at. */
 const noEarlyExecution: Rule = (h) => {
-  // The first acknowledgement's run_at: an idempotent replay answers with the task as it is
-  // now, whose run_at a retry may have moved later.
-  const runAt = new Map<string, number>();
-  for (const t of h.submitted)
-    runAt.set(t.taskId, Math.min(t.runAtMs, runAt.get(t.taskId) ?? Number.POSITIVE_INFINITY));
-  // A cron task was submitted by the planner: its first run_at is the one it was inserted with
-  // (a retry moves the row's run_at later), or else its occurrence, which jitter only delays.
+  // The run_at the task was inserted with: what its 201 said. An acknowledgement seen in the
+  // history may be a later idempotent replay (the 201 lost to a fault), which answers with the
+  // task as it is then, whose run_at a retry may have moved later.
   const inserted = new Map<string, number>();
   for (const t of h.transitions)
     if (t.from === "" && t.runAtMs !== undefined && !inserted.has(t.taskId))
       inserted.set(t.taskId, t.runAtMs);
+  const runAt = new Map<string, number>();
+  for (const t of h.submitted)
+    runAt.set(
+      t.taskId,
+      Math.min(
+        t.runAtMs,
+        inserted.get(t.taskId) ?? Number.POSITIVE_INFINITY,
+        runAt.get(t.taskId) ?? Number.POSITIVE_INFINITY,
+      ),
+    );
+  // A cron task was submitted by the planner: its first run_at is the one it was inserted with,
+  // or else its occurrence, which jitter only delays.
   for (const row of h.tasks)
     if (row.scheduleId !== null)
       runAt.set(row.id, inserted.get(row.id) ?? row.scheduledForMs ?? row.runAtMs);

@@ -352,6 +352,32 @@ describe("the chaos checker", () => {
     expect(failing(inserted)).toEqual(["no_early_execution"]);
   });
 
+  it("judges a task whose 201 was lost by the run_at it was inserted with, not its replay's (chaos seed 3002)", () => {
+    const h = clean();
+    // Only the resubmit of k1 was answered, after t1 had run once and been retried: its answer
+    // carries the retry's run_at, 1500. t1 was inserted due at 1000 and first ran at 1001.
+    const onlyReplay = {
+      ...h,
+      submitted: h.submitted
+        .filter((_, i) => i !== 0)
+        .map((t) => (t.taskId === "t1" ? { ...t, runAtMs: 1500, ackedAtMs: 1600 } : t)),
+      transitions: [
+        ...h.transitions,
+        { taskId: "t1", from: "", to: "SCHEDULED", atMs: 400, fencingToken: null, runAtMs: 1000 },
+      ],
+    };
+    expect(failing(onlyReplay)).toEqual([]);
+    // Inserted due at 1003, a run at 1001 is early whatever the replay said.
+    const early = {
+      ...onlyReplay,
+      transitions: [
+        ...h.transitions,
+        { taskId: "t1", from: "", to: "SCHEDULED", atMs: 400, fencingToken: null, runAtMs: 1003 },
+      ],
+    };
+    expect(failing(early)).toContain("no_early_execution");
+  });
+
   it("judges a task by its first acknowledgement's run_at, not a later replay's", () => {
     const h = clean();
     // The resubmit of k1 answered after t1 was retried, with the retry's later run_at.
