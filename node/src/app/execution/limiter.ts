@@ -44,10 +44,14 @@ export class Semaphore {
     }
   }
 
+  /** The most slots it holds while lending: a quarter stays free for its own work. */
+  get lendLimit(): number {
+    return Math.floor(this.capacity - this.capacity / 4);
+  }
+
   /** Takes a slot to lend if its own work leaves more than a quarter of the slots free. */
   tryLend(): boolean {
-    if (this.waiters.length > 0 || this.active + 1 > this.capacity - this.capacity / 4)
-      return false;
+    if (this.waiters.length > 0 || this.active + 1 > this.lendLimit) return false;
     this.active++;
     return true;
   }
@@ -78,8 +82,7 @@ export class QueueLimiter {
 
   /** The most tasks it can run at once: its own slots and the most its lenders lend (Semaphore.tryLend). */
   get reach(): number {
-    const lendable = (l: QueueLimiter) => Math.floor(l.shared.capacity - l.shared.capacity / 4);
-    return this.lenders.reduce((sum, l) => sum + lendable(l), this.shared.capacity);
+    return this.lenders.reduce((sum, l) => sum + l.shared.lendLimit, this.shared.capacity);
   }
 
   /**
