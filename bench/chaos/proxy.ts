@@ -10,22 +10,36 @@
  * and forwards new ones again.
  */
 import net from "node:net";
+import { KafkaRequestFrames, type RequestRule } from "./kafka-requests.js";
 
 export interface PartitionProxy {
   port: number;
   readonly partitioned: boolean;
   partition(): void;
   heal(): void;
+  /**
+   * In front of a Kafka broker: decide each request by its API key from now
+   * on (kafka-requests.ts); null forwards every byte again.
+   */
+  kafkaRule(rule: RequestRule | null): void;
+  /** Connections a Kafka rule has reset so far. */
+  readonly resets: number;
   close(): Promise<void>;
 }
 
 export async function partitionProxy(
   target: { host: string; port: number },
-  listenPort = 0,
+  options: {
+    listenPort?: number;
+    /** The target is a Kafka broker whose requests `kafkaRule` may decide. */
+    kafkaRequests?: boolean;
+  } = {},
 ): Promise<PartitionProxy> {
   const open = new Set<net.Socket>();
   const held = new Set<net.Socket>();
   let partitioned = false;
+  let rule: RequestRule | null = null;
+  let resets = 0;
   const server = net.createServer((client) => {
     open.add(client);
     client.on("error", () => undefined);
@@ -38,8 +52,17 @@ export async function partitionProxy(
       return;
     }
     const upstream = net.connect(target.port, target.host);
+    // Frames are cut from the connection's start, so a rule set later still finds their bounds.
+    const frames = options.kafkaRequests
+      ? new KafkaRequestFrames(() => rule ?? (() => "forward"))
+      : null;
     client.on("data", (chunk) => {
-      if (!held.has(client)) upstream.write(chunk);
+      if (held.has(client)) return;
+      const out = frames ? frames.accept(chunk) : chunk;
+      if (out === "reset") {
+        resets++;
+        end();
+      } else if (out.length > 0) upstream.write(out);
     });
     upstream.on("data", (chunk) => {
       if (!held.has(client)) client.write(chunk);
@@ -53,7 +76,9 @@ export async function partitionProxy(
     client.on("close", end);
     upstream.on("close", end).on("error", end);
   });
-  await new Promise<void>((resolve) => server.listen(listenPort, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) =>
+    server.listen(options.listenPort ?? 0, "127.0.0.1", resolve),
+  );
   return {
     port: (server.address() as net.AddressInfo).port,
     get partitioned() {
@@ -62,6 +87,13 @@ export async function partitionProxy(
     partition() {
       partitioned = true;
       for (const socket of open) held.add(socket);
+    },
+    kafkaRule(next) {
+      if (!options.kafkaRequests) throw new Error("kafkaRule: this proxy was not made for Kafka");
+      rule = next;
+    },
+    get resets() {
+      return resets;
     },
     heal() {
       partitioned = false;

@@ -8,6 +8,12 @@
  * (bench/chaos/services.ts: one listener advertised at the proxy, so every
  * connection of the cut consumer, metadata answers included, goes through
  * it), the other consumer on the broker's own listener.
+ *
+ * The last case is F2's cause, made on demand: the proxy loses one
+ * heartbeat (the group evicts the member) and resets the connection of the
+ * rejoin that follows; kafkajs then fetches on with no member id and never
+ * rejoins (node/src/adapters/kafka/membership-watch.ts). It failed before
+ * that watch: the consumer stayed out of its group while reporting itself up.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -15,6 +21,7 @@ import path from "node:path";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { undoAll } from "../../../bench/chaos/cleanup.js";
+import { KafkaApi, type RequestRule } from "../../../bench/chaos/kafka-requests.js";
 import { type PartitionProxy, partitionProxy } from "../../../bench/chaos/proxy.js";
 import { freePort, type OwnKafka, startOwnKafka } from "../../../bench/chaos/services.js";
 import { KafkaTaskConsumer, workerGroupOf } from "../../src/adapters/kafka/kafka-task-consumer.js";
@@ -31,7 +38,12 @@ let PREFIX = "";
 let received = { cut: 0, direct: 0 };
 let up = { cut: false, direct: false };
 
-function consumer(name: "cut" | "direct", brokers: string[], maxInFlight = 100): KafkaTaskConsumer {
+function consumer(
+  name: "cut" | "direct",
+  brokers: string[],
+  maxInFlight = 100,
+  requestTimeoutMs?: number,
+): KafkaTaskConsumer {
   const c = new KafkaTaskConsumer({
     brokers,
     clientId: `chronofence-${name}-standard`,
@@ -41,6 +53,7 @@ function consumer(name: "cut" | "direct", brokers: string[], maxInFlight = 100):
     maxRetained: 1000,
     commitIntervalMs: 200,
     sessionTimeoutMs: SESSION_TIMEOUT_MS,
+    requestTimeoutMs,
     onError: () => undefined,
     onRunning: (running) => {
       up[name] = running;
@@ -63,6 +76,7 @@ async function freshQueue(name: string): Promise<void> {
   received = { cut: 0, direct: 0 };
   up = { cut: false, direct: false };
   await Promise.allSettled(consumers.splice(0).map((c) => c.stop()));
+  proxy.kafkaRule(null);
   const admin = new Kafka({ brokers: [kafka.brokers], logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   await admin.createTopics({
@@ -84,7 +98,7 @@ async function partitionPastEviction(): Promise<void> {
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), "cf-kafka-partition-"));
   const listenPort = await freePort();
-  proxy = await partitionProxy({ host: "127.0.0.1", port: listenPort });
+  proxy = await partitionProxy({ host: "127.0.0.1", port: listenPort }, { kafkaRequests: true });
   kafka = await startOwnKafka(dir, [{ listenPort, advertisedPort: proxy.port }]);
 }, 300_000);
 
@@ -173,4 +187,45 @@ describe("a queue consumer partitioned from its broker past its session timeout"
 
     await expectBackAndConsuming();
   }, 300_000);
+
+  it("rejoins when its rejoin after an eviction failed (kafkajs then fetches on with no member id, heartbeats never again)", async () => {
+    await freshQueue("rejoin-failed");
+    // The lost heartbeat times out after the group has evicted its member (one session
+    // timeout after the last heartbeat that arrived), and before two session timeouts.
+    await consumer("cut", [`127.0.0.1:${proxy.port}`], 100, SESSION_TIMEOUT_MS * 1.25).start(
+      handler("cut"),
+    );
+    await consumer("direct", [kafka.brokers]).start(handler("direct"));
+    await expect.poll(members, { timeout: 60_000, interval: 500 }).toEqual(BOTH);
+    await produce(200);
+    await expect
+      .poll(() => received.cut > 0 && received.direct > 0, { timeout: 30_000 })
+      .toBe(true);
+
+    // Idle now (no commit renews its session either). Its next heartbeat is lost, so the
+    // group evicts it; the one after answers UNKNOWN_MEMBER_ID, kafkajs forgets its member
+    // id and rejoins, and that JoinGroup's connection is reset.
+    const resets = proxy.resets;
+    proxy.kafkaRule(loseHeartbeatThenFailRejoin());
+    await expect.poll(() => proxy.resets, { timeout: 60_000, interval: 200 }).toBe(resets + 1);
+
+    await expectBackAndConsuming();
+  }, 300_000);
 });
+
+/** Loses the first heartbeat, then resets the connection of the first JoinGroup after it. */
+function loseHeartbeatThenFailRejoin(): RequestRule {
+  let heartbeatLost = false;
+  let rejoinFailed = false;
+  return (apiKey) => {
+    if (apiKey === KafkaApi.Heartbeat && !heartbeatLost) {
+      heartbeatLost = true;
+      return "drop";
+    }
+    if (apiKey === KafkaApi.JoinGroup && heartbeatLost && !rejoinFailed) {
+      rejoinFailed = true;
+      return "reset";
+    }
+    return "forward";
+  };
+}

@@ -25,15 +25,16 @@
  * retriable, and "Failed to find group coordinator" (a broker back up but
  * still loading its offsets) is not one (kafkajs#1445, #1630): the consumer
  * would stay stopped for good while the worker looks healthy. So every crash
- * is restarted here, with a backoff, until stop(). A consumer whose commits
- * its group refuses as not-a-member for two session timeouts is stopped and
- * restarted the same way (membership-watch.ts).
+ * is restarted here, with a backoff, until stop(). A consumer whose
+ * heartbeats have stopped for two session timeouts and whose group is
+ * settled without it is stopped and restarted the same way
+ * (membership-watch.ts: kafkajs can fetch on after a failed rejoin).
  */
 import { type Consumer, type ConsumerRunConfig, Kafka, logLevel } from "kafkajs";
 import { withTimeout } from "../../app/shared/with-timeout.js";
 import { type TopicKind, topicName } from "../../domain/envelope.js";
 import type { MessageHandler, QueueConsumer } from "../../ports/transport.js";
-import { MembershipWatch } from "./membership-watch.js";
+import { MembershipWatch, membershipIn } from "./membership-watch.js";
 import { OffsetWatermarks } from "./offset-watermarks.js";
 
 /** The consumer group of a queue's workers (consumer-lag.ts reads its offsets too). */
@@ -96,13 +97,17 @@ export class KafkaTaskConsumer implements QueueConsumer {
   private restarting: Promise<void> | undefined;
   private restartDelayMs = RESTART_DELAY_MS.first;
   private readonly membership: MembershipWatch;
+  /** Our member id in the group, as the last join gave it. */
+  private memberId: string | null = null;
+  private membershipTimer: NodeJS.Timeout | undefined;
+  private checkingMembership = false;
   /** Stopping the consumer to rejoin (forceRejoin): the batch under way gives up waiting for room. */
   private rejoining = false;
   private runConfig: ConsumerRunConfig | undefined;
 
   constructor(private readonly options: TaskConsumerOptions) {
     this.topic = topicName(options.topicPrefix, options.kind);
-    this.membership = new MembershipWatch(2 * options.sessionTimeoutMs);
+    this.membership = new MembershipWatch(2 * options.sessionTimeoutMs, Date.now());
     const kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
@@ -136,10 +141,12 @@ export class KafkaTaskConsumer implements QueueConsumer {
     this.consumer.on(this.consumer.events.STOP, () => {
       this.running = false;
     });
-    this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
+    this.consumer.on(this.consumer.events.HEARTBEAT, () => this.membership.member(Date.now()));
+    this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
       // A new generation starts from the committed offsets: what was handed out before is re-delivered.
       this.watermarks.reset();
-      this.membership.member();
+      this.memberId = event.payload.memberId;
+      this.membership.member(Date.now());
       this.running = true;
       this.restartDelayMs = RESTART_DELAY_MS.first;
       options.onRunning?.(true);
@@ -192,6 +199,10 @@ export class KafkaTaskConsumer implements QueueConsumer {
     };
     await this.consumer.run(this.runConfig);
     this.commitTimer = setInterval(() => void this.commit(), this.options.commitIntervalMs);
+    this.membershipTimer = setInterval(
+      () => void this.checkMembership(),
+      this.options.sessionTimeoutMs,
+    );
     await joined;
   }
 
@@ -219,6 +230,7 @@ export class KafkaTaskConsumer implements QueueConsumer {
       await withTimeout(this.commit(), FINAL_COMMIT_TIMEOUT_MS);
     } finally {
       clearInterval(this.commitTimer);
+      clearInterval(this.membershipTimer);
       await this.consumer.disconnect().catch((error: unknown) => this.options.onError(error));
     }
   }
@@ -309,13 +321,27 @@ export class KafkaTaskConsumer implements QueueConsumer {
           commits.map((c) => ({ topic: this.topic, partition: c.partition, offset: c.offset })),
         );
         this.watermarks.committed(commits);
-        this.membership.member();
       } catch (error) {
         this.options.onError(error);
-        if (this.membership.commitFailed(error, Date.now())) this.forceRejoin();
       }
     });
     return this.committing;
+  }
+
+  /** Heartbeats have stopped: if the group has settled without this member, rejoin. */
+  private async checkMembership(): Promise<void> {
+    if (!this.running || this.stopping || this.restarting || this.checkingMembership) return;
+    if (!this.membership.silent(Date.now())) return;
+    this.checkingMembership = true;
+    try {
+      const membership = membershipIn(await this.consumer.describeGroup(), this.memberId);
+      if (membership === "member") this.membership.member(Date.now());
+      if (membership === "gone") this.forceRejoin();
+    } catch {
+      // The broker is away: nothing to learn about membership; kafkajs reconnects, we ask again.
+    } finally {
+      this.checkingMembership = false;
+    }
   }
 
   /** The group dropped this member and kafkajs did not rejoin: stop and start again, as after a crash. */
@@ -326,7 +352,7 @@ export class KafkaTaskConsumer implements QueueConsumer {
     this.options.onRunning?.(false);
     this.options.onError(
       new Error(
-        `kafka consumer ${this.topic}: its group has refused its commits as not a member; rejoining`,
+        `kafka consumer ${this.topic}: its group no longer lists it and kafkajs has not rejoined; rejoining`,
       ),
     );
     this.wakeRoom();
@@ -334,7 +360,7 @@ export class KafkaTaskConsumer implements QueueConsumer {
       await withTimeout(this.consumer.stop(), RESTART_WAIT_MS);
       this.rejoining = false;
       this.restarting = undefined;
-      this.membership.member();
+      this.membership.member(Date.now());
       this.restartAfterCrash();
     })();
   }

@@ -1,48 +1,47 @@
 /**
- * When a Kafka consumer's commits say its group dropped it and kafkajs has
- * not rejoined (adapters/kafka/membership-watch.ts): only not-a-member
- * refusals count, found through kafkajs' wrappers; a rejoin is due once they
- * have lasted longer than the grace; a commit that goes through, or a join,
- * starts the count again.
+ * When a Kafka consumer asks its group whether it still belongs to it
+ * (adapters/kafka/membership-watch.ts): once no heartbeat or join has gone
+ * through for longer than the grace; and what the group's answer means — a
+ * member listed, a rebalance to wait for, or a settled group without it.
  */
 import { describe, expect, it } from "vitest";
-import { MembershipWatch } from "../../../src/adapters/kafka/membership-watch.js";
-
-const protocolError = (type: string) =>
-  Object.assign(new Error("The coordinator is not aware of this member"), { type });
-/** As kafkajs' retrier wraps what it gave up on. */
-const wrapped = (type: string) =>
-  Object.assign(new Error("Number of retries exceeded"), { originalError: protocolError(type) });
+import { MembershipWatch, membershipIn } from "../../../src/adapters/kafka/membership-watch.js";
 
 describe("the membership watch", () => {
-  it("asks for a rejoin once not-a-member refusals outlast the grace", () => {
-    const watch = new MembershipWatch(12_000);
-    expect(watch.commitFailed(protocolError("UNKNOWN_MEMBER_ID"), 1_000)).toBe(false);
-    expect(watch.commitFailed(protocolError("UNKNOWN_MEMBER_ID"), 13_000)).toBe(false);
-    expect(watch.commitFailed(wrapped("ILLEGAL_GENERATION"), 13_001)).toBe(true);
+  it("is silent once no sign of membership has come for longer than the grace", () => {
+    const watch = new MembershipWatch(12_000, 1_000);
+    expect(watch.silent(13_000)).toBe(false);
+    expect(watch.silent(13_001)).toBe(true);
   });
 
-  it("ignores other failures: a broker away says nothing about membership", () => {
-    const watch = new MembershipWatch(1_000);
-    for (const at of [0, 5_000, 60_000]) {
-      expect(watch.commitFailed(new Error("Connection timeout"), at)).toBe(false);
-      expect(watch.commitFailed(protocolError("REQUEST_TIMED_OUT"), at)).toBe(false);
-    }
-    expect(watch.commitFailed(null, 70_000)).toBe(false);
+  it("starts again at each heartbeat or join", () => {
+    const watch = new MembershipWatch(12_000, 0);
+    watch.member(10_000);
+    expect(watch.silent(20_000)).toBe(false);
+    expect(watch.silent(22_001)).toBe(true);
+  });
+});
+
+describe("what the group says of the member", () => {
+  const group = (state: string, ...ids: string[]) => ({
+    state,
+    members: ids.map((memberId) => ({ memberId })),
   });
 
-  it("starts again after a commit goes through or the consumer joins", () => {
-    const watch = new MembershipWatch(1_000);
-    watch.commitFailed(protocolError("UNKNOWN_MEMBER_ID"), 0);
-    watch.member();
-    expect(watch.commitFailed(protocolError("UNKNOWN_MEMBER_ID"), 1_500)).toBe(false);
-    expect(watch.commitFailed(protocolError("UNKNOWN_MEMBER_ID"), 2_501)).toBe(true);
+  it("is a member when listed, whatever the state", () => {
+    expect(membershipIn(group("Stable", "a", "me"), "me")).toBe("member");
+    expect(membershipIn(group("PreparingRebalance", "me"), "me")).toBe("member");
   });
 
-  it("finds the type through a cause chain", () => {
-    const watch = new MembershipWatch(0);
-    const outer = new Error("commit failed", { cause: wrapped("UNKNOWN_MEMBER_ID") });
-    expect(watch.commitFailed(outer, 0)).toBe(false);
-    expect(watch.commitFailed(outer, 1)).toBe(true);
+  it("is gone from a settled or empty group that does not list it", () => {
+    expect(membershipIn(group("Stable", "a", "b"), "me")).toBe("gone");
+    expect(membershipIn(group("Empty"), "me")).toBe("gone");
+    expect(membershipIn(group("Dead"), "me")).toBe("gone");
+    expect(membershipIn(group("Stable", "a"), null)).toBe("gone");
+  });
+
+  it("waits while the group rebalances: the member may be joining", () => {
+    expect(membershipIn(group("PreparingRebalance", "a"), "me")).toBe("rebalancing");
+    expect(membershipIn(group("CompletingRebalance", "a"), "me")).toBe("rebalancing");
   });
 });
