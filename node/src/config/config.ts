@@ -155,6 +155,15 @@ const schema = z.object({
     .regex(/^(critical|standard|bulk|overdue)(,(critical|standard|bulk|overdue))*$/)
     .default("critical,standard,bulk,overdue"),
   /**
+   * CF_DIRECT_QUEUES: queues (of critical, standard, bulk, overdue) that a process running the
+   * dispatcher and the worker keeps to itself: each envelope it fires goes to its own worker in
+   * memory, not through Kafka ("direct" mode, docs/worker-role.md). Empty: none.
+   */
+  directQueues: z
+    .string()
+    .regex(/^((critical|standard|bulk|overdue)(,(critical|standard|bulk|overdue))*)?$/)
+    .default(""),
+  /**
    * CF_WORKER_CONCURRENCY_CRITICAL: tasks of the critical queue running at once per worker
    * process. A slot is held for the task's start and commit in Postgres too (tens of ms under
    * load), so even no-op tasks need a few hundred slots for thousands a second; waiting
@@ -333,6 +342,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   metricsMaxLabelValues: "CF_METRICS_MAX_LABEL_VALUES",
   metricsPort: "CF_METRICS_PORT",
   workerQueues: "CF_WORKER_QUEUES",
+  directQueues: "CF_DIRECT_QUEUES",
   workerConcurrencyCritical: "CF_WORKER_CONCURRENCY_CRITICAL",
   workerConcurrencyStandard: "CF_WORKER_CONCURRENCY_STANDARD",
   workerConcurrencyBulk: "CF_WORKER_CONCURRENCY_BULK",

@@ -190,6 +190,8 @@ async function runUntilSignal(config: Config, roles: string[]): Promise<void> {
   const clock = offsetClock(systemClock, config.clockOffsetMs);
   process.on("unhandledRejection", (error) => logger.error({ err: error }, "unhandled rejection"));
   const stops: Array<() => Promise<void>> = [];
+  const { runInfrastructure } = await import("./run-infrastructure.js");
+  const infra = runInfrastructure(config, roles);
   const dispatchRoles = roles.filter(isDispatchRole);
   if (dispatchRoles.length > 0) {
     const { startDispatchRoles } = await import("./dispatch.js");
@@ -198,6 +200,8 @@ async function runUntilSignal(config: Config, roles: string[]): Promise<void> {
       clock,
       logger,
       new Set(dispatchRoles as Array<"dispatcher" | "preloader" | "reconciler">),
+      {},
+      infra,
     );
     console.log(
       `ready ${running.nodeId} roles=${dispatchRoles.join(",")} metrics_port=${running.metricsPort}`,
@@ -206,7 +210,7 @@ async function runUntilSignal(config: Config, roles: string[]): Promise<void> {
   }
   if (roles.includes("worker")) {
     const { startWorker } = await import("./worker.js");
-    const worker = await startWorker(config, clock, logger);
+    const worker = await startWorker(config, clock, logger, {}, infra);
     console.log(`ready ${worker.workerId} roles=worker metrics_port=${worker.metricsPort}`);
     stops.push(() => worker.stop());
   }

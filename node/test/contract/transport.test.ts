@@ -1,13 +1,18 @@
-/** The transport contract, against the running Kafka broker (its own topic prefix) and the in-process transport. */
+/**
+ * The transport contract, against the running Kafka broker (its own topic
+ * prefix), the in-process transport, and direct mode's mix of the two (two
+ * queues in process, two on Kafka).
+ */
 import { Kafka, logLevel } from "kafkajs";
+import { directTransport } from "../../src/adapters/memory/direct-transport.js";
 import { MemoryTransport } from "../../src/adapters/memory/memory-transport.js";
 import { resolveConfig } from "../../src/config/config.js";
-import { TOPICS, topicName } from "../../src/domain/envelope.js";
+import { TOPICS, type TopicKind, topicName } from "../../src/domain/envelope.js";
 import { kafkaTransport } from "../../src/main/role-connections.js";
 import { newTopicPrefix, requireKafka, TEST_KAFKA_BROKERS } from "../integration/support/kafka.js";
-import { transportContract } from "./transport.contract.js";
+import { type TransportSubject, transportContract } from "./transport.contract.js";
 
-transportContract("kafka", async () => {
+async function kafkaSubject(): Promise<TransportSubject> {
   await requireKafka();
   const topicPrefix = newTopicPrefix("contract");
   const config = resolveConfig(
@@ -41,9 +46,23 @@ transportContract("kafka", async () => {
       }
     },
   };
-});
+}
+
+transportContract("kafka", kafkaSubject);
 
 transportContract("in process", async () => ({
   transport: new MemoryTransport(),
   cleanup: async () => undefined,
 }));
+
+transportContract(
+  "direct (critical and overdue in process, standard and bulk on Kafka)",
+  async () => {
+    const kafka = await kafkaSubject();
+    const kept = new Set<TopicKind>(["critical", "overdue"]);
+    return {
+      transport: directTransport(kafka.transport, new MemoryTransport(), kept),
+      cleanup: kafka.cleanup,
+    };
+  },
+);
