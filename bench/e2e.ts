@@ -6,12 +6,17 @@
  * same load with the same delays to BullMQ's delayed jobs on the same Redis
  * (bench/peers/bullmq.ts) and prints both side by side.
  *
- *   npm run bench:e2e -- --rate 5000 --seconds 10 [--json] [--no-peer | --peer-only] [--embedded]
+ *   npm run bench:e2e -- --rate 5000 --seconds 10 [--json] [--no-peer | --peer-only] [--embedded | --direct]
  *   npm run bench:e2e -- --find-max [--from 500] [--seconds 10] [--json]
  *
  * --embedded offers the same load to `chronofence dev` on the embedded
  * default instead (one process; PGlite, in-process hot tier and transport:
  * bench/e2e-embedded.ts), beside BullMQ's run all the same.
+ *
+ * --direct runs the dispatch roles and the worker in one process with every
+ * queue direct (CF_DIRECT_QUEUES: fired envelopes go to the process's own
+ * worker in memory, no Kafka), on the same Postgres and Redis; `publish` is
+ * then not measured, and the broker's CPU is not counted (nothing uses it).
  *
  * Where each number comes from:
  *  - publish: a Kafka consumer of its own group in this process, arrival − run_at
@@ -87,6 +92,7 @@ const { values: args } = parseArgs({
     "no-peer": { type: "boolean", default: false },
     "peer-only": { type: "boolean", default: false },
     embedded: { type: "boolean", default: false },
+    direct: { type: "boolean", default: false },
     "metrics-port": { type: "string", default: "18092" },
     "find-max": { type: "boolean", default: false },
     from: { type: "string", default: "500" },
@@ -152,6 +158,16 @@ async function startRoles(children: ChildProcess[]): Promise<Roles> {
   const api = child("api", { PORT: String(port) });
   children.push(api);
   await waitForApi(api, baseUrl, 200);
+  if (args.direct) {
+    const node = child("dispatcher,preloader,reconciler,worker", {
+      ...SINGLE_TENANT_WORKER,
+      CF_DIRECT_QUEUES: TOPICS.join(","),
+    });
+    children.push(node);
+    // Its dispatch roles print `ready` first, then its worker: the worker's port has its metrics.
+    const metricsPort = await readyMetricsPort(node, "node", /roles=worker metrics_port=(\d+)/);
+    return { api, dispatcher: node, workers: [{ process: node, metricsPort }] };
+  }
   const dispatcher = child("dispatcher,preloader,reconciler");
   children.push(dispatcher);
   await readyMetricsPort(dispatcher, "dispatcher");
@@ -180,15 +196,19 @@ async function runChronofence() {
     const roles = await startRoles(children);
     const arrivals = new Map<string, Arrival>();
     const publishEarly = { count: 0 };
-    const consumer = await startArrivalConsumer(BROKERS, TOPIC_PREFIX, arrivals, publishEarly);
+    const consumer = args.direct
+      ? null
+      : await startArrivalConsumer(BROKERS, TOPIC_PREFIX, arrivals, publishEarly);
     const pids: Record<string, number> = {
       api: roles.api.pid!,
-      dispatcher: roles.dispatcher.pid!,
+      [args.direct ? "node" : "dispatcher"]: roles.dispatcher.pid!,
       bench: process.pid,
     };
-    roles.workers.forEach((w, i) => {
-      pids[`worker_${i}`] = w.process.pid!;
-    });
+    if (!args.direct) {
+      roles.workers.forEach((w, i) => {
+        pids[`worker_${i}`] = w.process.pid!;
+      });
+    }
     const ledgerBefore = await markLedger(db);
     const cpuBefore = await cpuTicksOf(pids);
     const cpuStartMs = Date.now();
@@ -211,7 +231,7 @@ async function runChronofence() {
     );
     const cpuAfter = await cpuTicksOf(pids);
     const cpuCores = coresBetween(cpuBefore, cpuAfter, (Date.now() - cpuStartMs) / 1000);
-    await consumer.disconnect();
+    await consumer?.disconnect();
     const publish = publishOutcome(accepted, arrivals);
     const execution = executionOutcome(
       { startMs: load.startMs, seconds, leadMs, spreadMs },
@@ -227,12 +247,10 @@ async function runChronofence() {
       rejected: load.rejected,
       not_sent_backpressure: load.notSent,
       ingest_ack: load.ingest,
-      publish: {
-        ...publish.toConsumer,
-        published_per_s: publish.perS,
-        not_published: publish.lost,
-      },
-      run_at_to_dispatched_at: publish.toBroker,
+      publish: args.direct
+        ? null
+        : { ...publish.toConsumer, published_per_s: publish.perS, not_published: publish.lost },
+      run_at_to_dispatched_at: args.direct ? null : publish.toBroker,
       worker_start: execution.workerStart,
       completed: execution.completed,
       completed_per_s: execution.completedPerS,
@@ -249,7 +267,7 @@ async function runChronofence() {
         cpuBefore,
         cpuAfter,
         execution.completed,
-        (group) => group !== "bench" && group !== "other",
+        (group) => group !== "bench" && group !== "other" && !(args.direct && group === "kafka"),
       ),
       pg_ledger: await stopThenLedger(children, db, ledgerBefore, accepted.size),
     };
@@ -306,7 +324,9 @@ async function main(): Promise<void> {
   if (ours) {
     const shape = args.embedded
       ? "chronofence dev on the embedded default: one process"
-      : `${workerProcesses} worker process(es)`;
+      : args.direct
+        ? "direct: the dispatch roles and the worker in one process, every queue in memory"
+        : `${workerProcesses} worker process(es)`;
     log(
       `Chronofence (${shape}, standard concurrency ` +
         `${SINGLE_TENANT_WORKER.CF_WORKER_CONCURRENCY_STANDARD}, per tenant ` +
@@ -369,6 +389,7 @@ async function main(): Promise<void> {
         offered_per_s: ratePerS,
         seconds,
         embedded: args.embedded,
+        direct: args.direct,
         run_at_lead_ms: [leadMs, leadMs + spreadMs],
         load_avg_before: loadAvgBefore,
         cores: os.cpus().length,

@@ -271,12 +271,16 @@ export function spawnRoles(
 }
 
 /** Resolves with the metrics port a roles process prints once ready (`metrics_port=N`). */
-export function readyMetricsPort(child: ChildProcess, name: string): Promise<number> {
+export function readyMetricsPort(
+  child: ChildProcess,
+  name: string,
+  ready = /metrics_port=(\d+)/,
+): Promise<number> {
   return new Promise<number>((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (chunk: Buffer) => {
       out += chunk.toString();
-      const match = /metrics_port=(\d+)/.exec(out);
+      const match = ready.exec(out);
       if (match) resolve(Number(match[1]));
     });
     child.once("exit", (code) => reject(new Error(`${name} exited (${code})`)));
