@@ -1,5 +1,5 @@
 /**
- * `npm run bench:e2e -- --find-max [--rate R0] [--seconds S] [--json]`:
+ * `npm run bench:e2e -- --find-max [--from R0] [--seconds S] [--json] [--direct] [--no-peer]`:
  * each system's highest sustained rate. For Chronofence and then BullMQ,
  * offers R0, then a quarter more each step (rounded to 100/s), one
  * `bench:e2e` run per step in a child process of its own (so one step's
@@ -7,6 +7,7 @@
  * completions over the plateau under 98 % of the offered rate, or
  * worker-start p99 over 1 s. A system's maximum is its last passing rate
  * (null when the first step fails); every step's figures are in the report.
+ * --direct steps Chronofence in direct mode (bench/e2e.ts); --no-peer skips BullMQ.
  */
 import { execFile } from "node:child_process";
 import os from "node:os";
@@ -55,9 +56,20 @@ export const nextRate = (rate: number): number =>
 
 const e2eScript = fileURLToPath(new URL("./e2e.js", import.meta.url));
 
-function runStep(system: System, rate: number, seconds: number): Promise<StepFigures | null> {
+export interface FindMaxOptions {
+  direct: boolean;
+  peer: boolean;
+}
+
+function runStep(
+  system: System,
+  rate: number,
+  seconds: number,
+  options: FindMaxOptions,
+): Promise<StepFigures | null> {
   const which = system === "chronofence" ? "--no-peer" : "--peer-only";
   const argv = [e2eScript, "--rate", String(rate), "--seconds", String(seconds), "--json", which];
+  if (system === "chronofence" && options.direct) argv.push("--direct");
   return new Promise((resolve) => {
     execFile(process.execPath, argv, { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       const last = stdout.trim().split("\n").pop() ?? "";
@@ -78,12 +90,13 @@ async function findMaxOf(
   system: System,
   startRate: number,
   seconds: number,
+  options: FindMaxOptions,
   log: (l: string) => void,
 ) {
   const steps: Step[] = [];
   for (let rate = startRate; rate <= FIND_MAX.maxRatePerS; rate = nextRate(rate)) {
     const load_avg_before = os.loadavg().map(round);
-    const figures = await runStep(system, rate, seconds);
+    const figures = await runStep(system, rate, seconds, options);
     const why = stepVerdict(rate, figures);
     steps.push({
       rate,
@@ -102,14 +115,19 @@ async function findMaxOf(
   return { max_per_s: passing.length > 0 ? passing[passing.length - 1]!.rate : null, steps };
 }
 
-export async function findMax(startRate: number, seconds: number, json: boolean): Promise<void> {
+export async function findMax(
+  startRate: number,
+  seconds: number,
+  json: boolean,
+  options: FindMaxOptions,
+): Promise<void> {
   const log = (line: string) => {
     if (!json) console.log(line);
   };
-  const chronofence = await findMaxOf("chronofence", startRate, seconds, log);
-  const bullmq = await findMaxOf("bullmq", startRate, seconds, log);
+  const chronofence = await findMaxOf("chronofence", startRate, seconds, options, log);
+  const bullmq = options.peer ? await findMaxOf("bullmq", startRate, seconds, options, log) : null;
   log(
-    `maximum sustained rate: Chronofence ${chronofence.max_per_s}/s, BullMQ ${bullmq.max_per_s}/s`,
+    `maximum sustained rate: Chronofence ${chronofence.max_per_s}/s, BullMQ ${bullmq?.max_per_s ?? "not run"}/s`,
   );
   if (json) {
     console.log(
@@ -118,6 +136,7 @@ export async function findMax(startRate: number, seconds: number, json: boolean)
         seconds,
         criteria: FIND_MAX,
         cores: os.cpus().length,
+        direct: options.direct,
         chronofence,
         bullmq,
       }),

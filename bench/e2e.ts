@@ -301,7 +301,11 @@ function line(name: string, l: Lateness | null): string {
 }
 
 async function main(): Promise<void> {
-  if (args["find-max"]) return findMax(Number(args.from), seconds, args.json);
+  if (args["find-max"])
+    return findMax(Number(args.from), seconds, args.json, {
+      direct: args.direct,
+      peer: !args["no-peer"],
+    });
   const loadAvgBefore = os.loadavg().map(round);
   log(
     `offering ${ratePerS} no-op tasks/s for ${seconds} s, run_at in ${leadMs}–${leadMs + spreadMs} ms; ` +
