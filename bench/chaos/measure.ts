@@ -22,7 +22,6 @@ import { HOT_SHARD_COUNT } from "../../node/src/domain/shard.js";
 import { latenessOf, sleepMs } from "../support.js";
 import { onCleanup, undoAll } from "./cleanup.js";
 import { Probe, startAlertReceiver } from "./probe.js";
-import type { ManagedProcess } from "./processes.js";
 import { balanced, normalThresholdMs, type Objective, recoveryMs, summarize } from "./recovery.js";
 import { leaderOf, startTopology, type Topology } from "./topology.js";
 
@@ -46,6 +45,24 @@ async function until(what: string, done: () => Promise<boolean>, timeoutMs = 120
     await sleepMs(100);
   }
   return what.length > 0;
+}
+
+/**
+ * Polls `find` until it answers, and returns that answer: the process it
+ * saw is the one to use. Asking again could answer otherwise (H4 in
+ * docs/evidence.md: a leader lease that expired between two questions).
+ */
+export async function seenWithin<T>(
+  find: () => Promise<T | undefined>,
+  timeoutMs = 120_000,
+  everyMs = 100,
+): Promise<T | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const seen = await find().catch(() => undefined);
+    if (seen !== undefined || Date.now() > deadline) return seen;
+    await sleepMs(everyMs);
+  }
 }
 
 const liveDispatch = (t: Topology) =>
@@ -154,15 +171,8 @@ export async function measureMain(
     for (let trial = 1; trial <= trials; trial++) {
       log(`trial ${trial} of ${trials}`);
       for (const how of ["kill", "sigstop"] as const) {
-        // The leader seen is the one used: asking twice raced a lease expiring in between
-        // (at load 70 the second answer was "none" and the measurement died).
-        let seen: ManagedProcess | undefined;
-        await until("a leader", async () => {
-          seen = await leaderOf(t);
-          return seen !== undefined;
-        });
-        if (!seen) throw new Error("no leader within 120 s");
-        const leader = seen;
+        const leader = await seenWithin(() => leaderOf(t));
+        if (!leader) throw new Error("no leader within 120 s");
         await timed(`leader_failover_${how}`, async () => {
           const t0 = Date.now();
           if (how === "kill") await leader.kill9();
