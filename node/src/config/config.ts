@@ -118,6 +118,11 @@ const schema = z.object({
   preloadIntervalMs: intFromEnv(100, 3_600_000).default(10_000),
   /** CF_PRELOAD_PAGE: tasks per pre-loader query (keyset pages). */
   preloadPageSize: intFromEnv(1, 100_000).default(5000),
+  /**
+   * CF_OUTBOX_LINGER_MS: how long a produce request waits after its first envelope for more
+   * (0: it leaves in the next turn of the event loop).
+   */
+  outboxLingerMs: intFromEnv(0, 1000).default(0),
   /** CF_OUTBOX_MAX_IN_FLIGHT: produce requests in flight at once per dispatcher process. */
   outboxMaxInFlight: intFromEnv(1, 256).default(8),
   /** CF_OUTBOX_MAX_BATCH: most envelopes per produce request. */
@@ -329,6 +334,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   dispatchTimeoutMs: "CF_DISPATCH_TIMEOUT_MS",
   preloadIntervalMs: "CF_PRELOAD_INTERVAL_MS",
   preloadPageSize: "CF_PRELOAD_PAGE",
+  outboxLingerMs: "CF_OUTBOX_LINGER_MS",
   outboxMaxInFlight: "CF_OUTBOX_MAX_IN_FLIGHT",
   outboxMaxBatchTasks: "CF_OUTBOX_MAX_BATCH",
   outboxMaxBatchBytes: "CF_OUTBOX_MAX_BATCH_BYTES",

@@ -95,6 +95,7 @@ export async function startDispatchRoles(
     maxBatchBytes: config.outboxMaxBatchBytes,
     maxMessageBytes: config.kafkaMaxMessageBytes,
     retryDelayMs: config.outboxRetryMs,
+    lingerMs: config.outboxLingerMs,
     onError,
   });
 

@@ -1,7 +1,8 @@
 /**
  * The outbox on its own: one bad envelope does not hold back the rest of its
  * batch, and an envelope the broker can never accept is buried (DEAD,
- * undeliverable) once rather than retried for ever.
+ * undeliverable) once rather than retried for ever; with a linger, tasks
+ * fired a little apart leave in one request.
  */
 import { describe, expect, it } from "vitest";
 import { Outbox } from "../../../src/app/dispatch/outbox.js";
@@ -18,7 +19,7 @@ import { armedTask } from "./armed-task.js";
 const MAX_MESSAGE_BYTES = 4096;
 
 /** A broker that refuses any request holding a message over `brokerLimitBytes`, and counts requests. */
-function harness(brokerLimitBytes = Number.POSITIVE_INFINITY) {
+function harness(brokerLimitBytes = Number.POSITIVE_INFINITY, lingerMs = 0) {
   const clock = new FakeClock(1_000_000);
   const sent: OutboundMessage[] = [];
   const state = { requests: 0, refusals: 0 };
@@ -63,6 +64,7 @@ function harness(brokerLimitBytes = Number.POSITIVE_INFINITY) {
     maxBatchBytes: 512 * 1024,
     maxMessageBytes: MAX_MESSAGE_BYTES,
     retryDelayMs: 10,
+    lingerMs,
     onError: (_error: unknown, what: string) => errors.push(what),
   });
   const settled: string[] = [];
@@ -134,5 +136,20 @@ describe("outbox", () => {
     await new Promise((resolve) => setTimeout(resolve, 5 * 10));
     expect(h.state.requests).toBeLessThanOrEqual(8);
     expect(h.outbox.size).toBe(0);
+  });
+
+  it("sends tasks fired within the linger in one request, and without one in a request each", async () => {
+    const later = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    for (const [lingerMs, requests] of [
+      [40, 1],
+      [0, 2],
+    ] as const) {
+      const h = harness(Number.POSITIVE_INFINITY, lingerMs);
+      const first = h.add(armedTask(`a${lingerMs}`, 1_000_000));
+      await later(10);
+      await Promise.all([first, h.add(armedTask(`b${lingerMs}`, 1_000_000))]);
+      expect(h.state.requests).toBe(requests);
+      expect(idsOf(h.sent)).toEqual([`a${lingerMs}`, `b${lingerMs}`]);
+    }
   });
 });
