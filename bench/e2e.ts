@@ -7,7 +7,7 @@
  * (bench/peers/bullmq.ts) and prints both side by side.
  *
  *   npm run bench:e2e -- --rate 5000 --seconds 10 [--json] [--no-peer | --peer-only] [--embedded | --direct]
- *   npm run bench:e2e -- --find-max [--from 500] [--seconds 10] [--json]
+ *   npm run bench:e2e -- --find-max [--from 500] [--seconds 10] [--json] [--direct] [--no-peer]
  *
  * --embedded offers the same load to `chronofence dev` on the embedded
  * default instead (one process; PGlite, in-process hot tier and transport:

@@ -153,16 +153,19 @@ async function expectBackAndConsuming(): Promise<void> {
     .toBe(true);
 }
 
+/** Both consumers in their group, each with messages of its own. */
+async function bothConsuming(cut: KafkaTaskConsumer): Promise<void> {
+  await cut.start(handler("cut"));
+  await consumer("direct", [kafka.brokers]).start(handler("direct"));
+  await expect.poll(members, { timeout: 60_000, interval: 500 }).toEqual(BOTH);
+  await produce(200);
+  await expect.poll(() => received.cut > 0 && received.direct > 0, { timeout: 30_000 }).toBe(true);
+}
+
 describe("a queue consumer partitioned from its broker past its session timeout", () => {
   it("is back in its group after the heal, says so, and consumes again", async () => {
     await freshQueue("idle");
-    await consumer("cut", [`127.0.0.1:${proxy.port}`]).start(handler("cut"));
-    await consumer("direct", [kafka.brokers]).start(handler("direct"));
-    await expect.poll(members, { timeout: 60_000, interval: 500 }).toEqual(BOTH);
-    await produce(200);
-    await expect
-      .poll(() => received.cut > 0 && received.direct > 0, { timeout: 30_000 })
-      .toBe(true);
+    await bothConsuming(consumer("cut", [`127.0.0.1:${proxy.port}`]));
 
     await partitionPastEviction();
 
@@ -192,15 +195,9 @@ describe("a queue consumer partitioned from its broker past its session timeout"
     await freshQueue("rejoin-failed");
     // The lost heartbeat times out after the group has evicted its member (one session
     // timeout after the last heartbeat that arrived), and before two session timeouts.
-    await consumer("cut", [`127.0.0.1:${proxy.port}`], 100, SESSION_TIMEOUT_MS * 1.25).start(
-      handler("cut"),
+    await bothConsuming(
+      consumer("cut", [`127.0.0.1:${proxy.port}`], 100, SESSION_TIMEOUT_MS * 1.25),
     );
-    await consumer("direct", [kafka.brokers]).start(handler("direct"));
-    await expect.poll(members, { timeout: 60_000, interval: 500 }).toEqual(BOTH);
-    await produce(200);
-    await expect
-      .poll(() => received.cut > 0 && received.direct > 0, { timeout: 30_000 })
-      .toBe(true);
 
     // Idle now (no commit renews its session either). Its next heartbeat is lost, so the
     // group evicts it; the one after answers UNKNOWN_MEMBER_ID, kafkajs forgets its member

@@ -90,7 +90,7 @@ export class Outbox {
         this.scheduleFlush();
       });
     };
-    // setImmediate: everything the wheel fires in this turn joins one request.
+    // Without a linger, setImmediate: everything the wheel fires in this turn joins one request.
     const lingerMs = this.options.lingerMs ?? 0;
     if (lingerMs > 0 && this.pending.length < this.options.maxBatchTasks)
       setTimeout(flush, lingerMs);
