@@ -46,7 +46,8 @@
  * longer keeps up (bench/e2e-find-max.ts) and reports both maxima.
  *
  * With --json the last line is one JSON object: `publish`, `worker_start`
- * ({p50_ms, p99_ms, max_ms}), `completed_per_s`, `lost`, `early`,
+ * ({p50_ms, p99_ms, max_ms}), `worker_event_loop_lag_max_ms` ({median, max}
+ * of the worker's longest stall in each second), `completed_per_s`, `lost`, `early`,
  * `duplicates`, and `peer` (BullMQ's figures) with `ratio`.
  */
 import type { ChildProcess } from "node:child_process";
@@ -213,6 +214,7 @@ async function runChronofence() {
     const cpuBefore = await cpuTicksOf(pids);
     const cpuStartMs = Date.now();
     const accepted = new Map<string, number>();
+    const eventLoop = sampleEventLoopLag(roles.workers[0]!.metricsPort);
     const load = await offerThroughApi(
       { baseUrl, apiKey, taskType: "noop", ratePerS, seconds, leadMs, spreadMs },
       accepted,
@@ -229,6 +231,7 @@ async function runChronofence() {
       lastRunAtMs + drainMs,
       1000,
     );
+    const workerEventLoop = eventLoop.stop();
     const cpuAfter = await cpuTicksOf(pids);
     const cpuCores = coresBetween(cpuBefore, cpuAfter, (Date.now() - cpuStartMs) / 1000);
     await consumer?.disconnect();
@@ -260,6 +263,7 @@ async function runChronofence() {
       early: execution.early + publishEarly.count,
       duplicates: execution.duplicates,
       fenced_rejections: fencedRejections,
+      worker_event_loop_lag_max_ms: workerEventLoop,
       worker_processes: workerProcesses,
       cpu_cores: cpuCores,
       // Every process that serves Chronofence: its roles, Postgres, Redis, the broker.
@@ -277,6 +281,27 @@ async function runChronofence() {
     await deleteKafkaRun(BROKERS, TOPIC_PREFIX, [`${TOPIC_PREFIX}bench`, ...WORKER_GROUPS]);
     await deleteBenchKeys(REDIS_PREFIX);
   }
+}
+
+/**
+ * The worker process's longest event-loop stall in each second of the run
+ * (prom-client's lag gauges, reset at each scrape): the median second's and
+ * the worst. A task due during a stall starts after it.
+ */
+function sampleEventLoopLag(metricsPort: number) {
+  const samples: number[] = [];
+  const timer = setInterval(async () => {
+    samples.push(await counterOf(metricsPort, "cf_nodejs_eventloop_lag_max_seconds"));
+  }, 1000);
+  return {
+    stop() {
+      clearInterval(timer);
+      const ms = samples.map((s) => Math.round(s * 1000)).sort((a, b) => a - b);
+      return ms.length === 0
+        ? null
+        : { median: ms[Math.floor(ms.length / 2)]!, max: ms[ms.length - 1]! };
+    },
+  };
 }
 
 /** The roles' Postgres backends flush their statistics when they exit: stop them first. */
@@ -346,6 +371,10 @@ async function main(): Promise<void> {
     log(`  ${line("publish (run_at → consumer)", ours.publish)}`);
     log(`  ${line("run_at → dispatched_at", ours.run_at_to_dispatched_at)}`);
     log(`  ${line("worker start (run_at → started_at)", ours.worker_start)}`);
+    if ("worker_event_loop_lag_max_ms" in ours)
+      log(
+        `  worker event loop, longest stall per second: ${JSON.stringify(ours.worker_event_loop_lag_max_ms)} ms`,
+      );
     log(`  cores: ${JSON.stringify(ours.cpu_cores)}`);
   }
   let peer: (PeerReport & { ratio: Record<string, number | null> | null }) | null = null;

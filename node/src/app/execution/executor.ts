@@ -137,6 +137,13 @@ const STOPPED = workerStoppingFailure(
   "the worker stopped before the attempt finished (its drain timeout passed)",
 );
 
+/**
+ * The reason `finished` aborts with once an attempt has ended. Nobody reads
+ * it; without one, every abort() builds a DOMException and its stack, once
+ * per task (1.5 % of a direct-mode node's CPU at 1,000 tasks/s).
+ */
+const ATTEMPT_ENDED = Symbol("attempt ended");
+
 export class Executor {
   private readonly stopping = new AbortController();
   private readonly draining = new AbortController();
@@ -440,7 +447,7 @@ export class Executor {
       return { kind: "failed", failure: classifyFailure(error), byStop: why === "stop" };
     } finally {
       clearTimeout(timeout);
-      finished.abort();
+      finished.abort(ATTEMPT_ENDED);
       lease.end();
       this.stopping.signal.removeEventListener("abort", onStop);
       this.deps.metrics.ran(envelope.type, this.deps.clock.monotonicMs() - startedMs);
