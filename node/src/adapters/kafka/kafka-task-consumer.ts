@@ -27,8 +27,9 @@
  * would stay stopped for good while the worker looks healthy. So every crash
  * is restarted here, with a backoff, until stop(). A consumer whose
  * heartbeats have stopped for two session timeouts and whose group is
- * settled without it is stopped and restarted the same way
- * (membership-watch.ts: kafkajs can fetch on after a failed rejoin).
+ * settled without it (at two checks in a row) is stopped and
+ * restarted the same way (membership-watch.ts: kafkajs can fetch on after a
+ * failed rejoin).
  */
 import { type Consumer, type ConsumerRunConfig, Kafka, logLevel } from "kafkajs";
 import { withTimeout } from "../../app/shared/with-timeout.js";
@@ -107,7 +108,12 @@ export class KafkaTaskConsumer implements QueueConsumer {
 
   constructor(private readonly options: TaskConsumerOptions) {
     this.topic = topicName(options.topicPrefix, options.kind);
-    this.membership = new MembershipWatch(2 * options.sessionTimeoutMs, Date.now());
+    // Checked every session timeout: "gone" twice in a row is enough, whatever the timers' jitter.
+    this.membership = new MembershipWatch(
+      2 * options.sessionTimeoutMs,
+      options.sessionTimeoutMs / 2,
+      Date.now(),
+    );
     const kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
@@ -333,10 +339,10 @@ export class KafkaTaskConsumer implements QueueConsumer {
     if (!this.running || this.stopping || this.restarting || this.checkingMembership) return;
     if (!this.membership.silent(Date.now())) return;
     this.checkingMembership = true;
+    const askedMs = Date.now();
     try {
       const membership = membershipIn(await this.consumer.describeGroup(), this.memberId);
-      if (membership === "member") this.membership.member(Date.now());
-      if (membership === "gone") this.forceRejoin();
+      if (this.membership.answered(membership, askedMs, Date.now())) this.forceRejoin();
     } catch {
       // The broker is away: nothing to learn about membership; kafkajs reconnects, we ask again.
     } finally {

@@ -13,7 +13,11 @@
  * session timeout. Once none has gone through (nor a join) for `graceMs`,
  * the consumer asks its group whether it is still listed; it is restarted
  * (stopped and started again, as after a crash) when the group is settled
- * without it. A group in the middle of a rebalance is left to finish it.
+ * without it at two checks `confirmMs` apart, with no sign of membership
+ * between: a process resumed after a pause (SIGSTOP, a long GC) is silent
+ * and missing too, until kafkajs's next heartbeat makes it rejoin by itself
+ * (node/test/integration/worker-evicted.test.ts). A group in the middle of
+ * a rebalance is left to finish it.
  */
 
 /** What DescribeGroups says of a group (kafkajs' GroupDescription, the part used here). */
@@ -34,9 +38,12 @@ export function membershipIn(group: GroupView, memberId: string | null): Members
 
 export class MembershipWatch {
   private lastSignMs: number;
+  /** When a check first found the group settled without this member (null: not since the last sign). */
+  private goneSinceMs: number | null = null;
 
   constructor(
     private readonly graceMs: number,
+    private readonly confirmMs: number,
     nowMs: number,
   ) {
     this.lastSignMs = nowMs;
@@ -45,10 +52,28 @@ export class MembershipWatch {
   /** A heartbeat went through, or the consumer (re)joined, or the group listed it. */
   member(nowMs: number): void {
     this.lastSignMs = nowMs;
+    this.goneSinceMs = null;
   }
 
   /** No sign of membership for longer than the grace: time to ask the group. */
   silent(nowMs: number): boolean {
     return nowMs - this.lastSignMs > this.graceMs;
+  }
+
+  /**
+   * What the group said to a question asked at `askedMs`. True when the
+   * consumer is to be restarted: settled without it now and at a check at
+   * least `confirmMs` earlier, with no sign of membership since (an answer
+   * overtaken by a heartbeat or a join is ignored).
+   */
+  answered(membership: Membership, askedMs: number, nowMs: number): boolean {
+    if (this.lastSignMs > askedMs) return false;
+    if (membership === "member") this.member(nowMs);
+    if (membership !== "gone") {
+      this.goneSinceMs = null;
+      return false;
+    }
+    this.goneSinceMs ??= askedMs;
+    return askedMs - this.goneSinceMs >= this.confirmMs;
   }
 }
