@@ -16,8 +16,8 @@ import { TOPICS, topicName } from "../../src/domain/envelope.js";
 import { type ApiFixture, startApiFixture, submitTask } from "./support/api.js";
 import { newTopicPrefix, requireKafka, TEST_KAFKA_BROKERS } from "./support/kafka.js";
 import { PIPELINE_TIMINGS } from "./support/pipeline.js";
-import { killRolesChildren, startRolesChild } from "./support/roles-child.js";
-import { TEST_REDIS_URL, withPg } from "./support/services.js";
+import { fixtureEnv, killRolesChildren, startRolesChild } from "./support/roles-child.js";
+import { withPg } from "./support/services.js";
 
 const DISPATCH_TIMEOUT_MS = 5000;
 const ALL_QUEUES = TOPICS.join(",");
@@ -39,11 +39,7 @@ afterAll(async () => {
 
 const node = (nodeId: string, env: Record<string, string>) =>
   startRolesChild("dispatcher,preloader,reconciler,worker", {
-    DATABASE_URL: fixture.db.url,
-    REDIS_URL: TEST_REDIS_URL,
-    CF_REDIS_PREFIX: fixture.config.redisKeyPrefix,
-    CF_TOPIC_PREFIX: fixture.config.topicPrefix,
-    CF_KAFKA_PARTITIONS: "2",
+    ...fixtureEnv(fixture, nodeId),
     CF_METRICS_PORT: "0",
     CF_WORKER_METRICS_PORT: "0",
     CF_LEASE_TTL_MS: "3000",
@@ -54,9 +50,6 @@ const node = (nodeId: string, env: Record<string, string>) =>
     CF_DISPATCH_TIMEOUT_MS: String(DISPATCH_TIMEOUT_MS),
     CF_WORKER_LEASE_MS: "1500",
     CF_WORKER_HEARTBEAT_MS: "300",
-    CF_NODE_ID: nodeId,
-    HOST: "127.0.0.1",
-    LOG_LEVEL: process.env.CF_TEST_LOG_LEVEL ?? "silent",
     ...env,
   });
 

@@ -25,8 +25,13 @@ import { type RunningWorker, startWorker } from "../../src/main/worker.js";
 import { type ApiFixture, call, startApiFixture, submitTask } from "./support/api.js";
 import { newTopicPrefix, requireKafka } from "./support/kafka.js";
 import { PIPELINE_TIMINGS } from "./support/pipeline.js";
-import { killRolesChildren, type RolesChild, startRolesChild } from "./support/roles-child.js";
-import { TEST_REDIS_URL, withPg } from "./support/services.js";
+import {
+  fixtureEnv,
+  killRolesChildren,
+  type RolesChild,
+  startRolesChild,
+} from "./support/roles-child.js";
+import { withPg } from "./support/services.js";
 import { waitUntil } from "./support/wait.js";
 
 /** The killed node's leases lapse within this; the survivor then takes them at a heartbeat. */
@@ -73,11 +78,7 @@ async function start(name: string, overrides: Partial<Config>, withWorker: boole
 async function twoNodes(fixture: ApiFixture, role: string, env: Record<string, string> = {}) {
   const node = (id: string) =>
     startRolesChild(role, {
-      DATABASE_URL: fixture.db.url,
-      REDIS_URL: TEST_REDIS_URL,
-      CF_REDIS_PREFIX: fixture.config.redisKeyPrefix,
-      CF_TOPIC_PREFIX: fixture.config.topicPrefix,
-      CF_KAFKA_PARTITIONS: String(fixture.config.kafkaPartitions),
+      ...fixtureEnv(fixture, id),
       CF_HORIZON_DAYS: String(fixture.config.horizonDays),
       CF_RETENTION_DAYS: String(fixture.config.retentionDays),
       CF_METRICS_PORT: "0",
@@ -85,9 +86,6 @@ async function twoNodes(fixture: ApiFixture, role: string, env: Record<string, s
       CF_LEASE_TTL_MS: String(LEASE_TTL_MS),
       CF_LEASE_HEARTBEAT_MS: String(HEARTBEAT_MS),
       CF_LEASE_SAFETY_MARGIN_MS: "1000",
-      CF_NODE_ID: id,
-      HOST: "127.0.0.1",
-      LOG_LEVEL: process.env.CF_TEST_LOG_LEVEL ?? "silent",
       ...env,
     });
   return [await node(`${role}-a`), await node(`${role}-b`)] as const;
@@ -284,19 +282,12 @@ describe("kill -9", () => {
     const [leader, survivor] = before[0]!.owner === a.nodeId ? [a, b] : [b, a];
     const worker = (id: string) =>
       startRolesChild("worker", {
-        DATABASE_URL: fixture.db.url,
-        REDIS_URL: TEST_REDIS_URL,
-        CF_REDIS_PREFIX: fixture.config.redisKeyPrefix,
-        CF_TOPIC_PREFIX: fixture.config.topicPrefix,
-        CF_KAFKA_PARTITIONS: String(fixture.config.kafkaPartitions),
+        ...fixtureEnv(fixture, id),
         CF_WORKER_QUEUES: "standard",
         CF_WORKER_METRICS_PORT: "0",
         CF_WORKER_LEASE_MS: "2000",
         CF_WORKER_HEARTBEAT_MS: "300",
         CF_WORKER_SESSION_TIMEOUT_MS: "6000",
-        CF_NODE_ID: id,
-        HOST: "127.0.0.1",
-        LOG_LEVEL: process.env.CF_TEST_LOG_LEVEL ?? "silent",
       });
     const victim = await worker("victim");
     const ids = await Promise.all(

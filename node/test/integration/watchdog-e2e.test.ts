@@ -16,8 +16,13 @@ import { type RunningWorker, startWorker } from "../../src/main/worker.js";
 import type { Alert, AlertSink } from "../../src/ports/watchdog.js";
 import { type ApiFixture, call, startApiFixture } from "./support/api.js";
 import { newTopicPrefix, requireKafka } from "./support/kafka.js";
-import { killRolesChildren, type RolesChild, startRolesChild } from "./support/roles-child.js";
-import { TEST_REDIS_URL, withPg } from "./support/services.js";
+import {
+  fixtureEnv,
+  killRolesChildren,
+  type RolesChild,
+  startRolesChild,
+} from "./support/roles-child.js";
+import { withPg } from "./support/services.js";
 import { waitUntil } from "./support/wait.js";
 
 vi.setConfig({ testTimeout: 180_000 });
@@ -41,11 +46,7 @@ beforeAll(async () => {
     workerSessionTimeoutMs: 6000,
   });
   roles = await startRolesChild("dispatcher,preloader,reconciler,planner", {
-    DATABASE_URL: fixture.db.url,
-    REDIS_URL: TEST_REDIS_URL,
-    CF_REDIS_PREFIX: fixture.config.redisKeyPrefix,
-    CF_TOPIC_PREFIX: fixture.config.topicPrefix,
-    CF_KAFKA_PARTITIONS: "2",
+    ...fixtureEnv(fixture, "paused-dispatcher"),
     CF_METRICS_PORT: "0",
     CF_LEASE_TTL_MS: "6000",
     CF_LEASE_HEARTBEAT_MS: "300",
@@ -55,9 +56,6 @@ beforeAll(async () => {
     CF_PRELOAD_INTERVAL_MS: "500",
     CF_RECONCILE_INTERVAL_MS: "500",
     CF_PLAN_INTERVAL_MS: "500",
-    CF_NODE_ID: "paused-dispatcher",
-    HOST: "127.0.0.1",
-    LOG_LEVEL: process.env.CF_TEST_LOG_LEVEL ?? "silent",
   });
   worker = await startWorker(
     fixture.config,

@@ -9,8 +9,7 @@ import { type RunningRoles, startDispatchRoles } from "../../../src/main/dispatc
 import { type RunningWorker, startWorker, type WorkerExtras } from "../../../src/main/worker.js";
 import { type ApiFixture, startApiFixture } from "./api.js";
 import { newTopicPrefix } from "./kafka.js";
-import { startRolesChild } from "./roles-child.js";
-import { TEST_REDIS_URL } from "./services.js";
+import { fixtureEnv, startRolesChild } from "./roles-child.js";
 
 /**
  * Generous shard leases and quick repairs: on a loaded 2-core machine the
@@ -90,18 +89,11 @@ export const workerChild = (
   env: Record<string, string> = {},
 ) =>
   startRolesChild("worker", {
-    DATABASE_URL: pipeline.db.url,
-    REDIS_URL: TEST_REDIS_URL,
-    CF_REDIS_PREFIX: pipeline.config.redisKeyPrefix,
-    CF_TOPIC_PREFIX: pipeline.config.topicPrefix,
-    CF_KAFKA_PARTITIONS: "2",
+    ...fixtureEnv(pipeline, nodeId),
     CF_WORKER_QUEUES: "standard",
     CF_WORKER_METRICS_PORT: "0",
     CF_WORKER_LEASE_MS: String(leaseMs),
     CF_WORKER_HEARTBEAT_MS: "300",
     CF_WORKER_SESSION_TIMEOUT_MS: "6000",
-    CF_NODE_ID: nodeId,
-    HOST: "127.0.0.1",
-    LOG_LEVEL: process.env.CF_TEST_LOG_LEVEL ?? "silent",
     ...env,
   });

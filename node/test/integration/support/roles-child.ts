@@ -6,6 +6,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Config } from "../../../src/config/config.js";
+import { TEST_REDIS_URL } from "./services.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const CLI = path.resolve(here, "../../../../bin/chronofence.js");
@@ -21,6 +23,26 @@ export interface RolesChild {
   printed(pattern: RegExp): Promise<RegExpExecArray>;
   /** Every stdout line printed so far that matches `pattern`. */
   lines(pattern: RegExp): RegExpExecArray[];
+}
+
+/**
+ * What a roles child needs to share a test's database, Redis prefix, topics
+ * and partitions, and to stay quiet on loopback (its node id, when given).
+ */
+export function fixtureEnv(
+  fixture: { db: { url: string }; config: Config },
+  nodeId?: string,
+): Record<string, string> {
+  return {
+    DATABASE_URL: fixture.db.url,
+    REDIS_URL: TEST_REDIS_URL,
+    CF_REDIS_PREFIX: fixture.config.redisKeyPrefix,
+    CF_TOPIC_PREFIX: fixture.config.topicPrefix,
+    CF_KAFKA_PARTITIONS: String(fixture.config.kafkaPartitions),
+    HOST: "127.0.0.1",
+    LOG_LEVEL: process.env.CF_TEST_LOG_LEVEL ?? "silent",
+    ...(nodeId !== undefined && { CF_NODE_ID: nodeId }),
+  };
 }
 
 const live = new Set<ChildProcess>();
