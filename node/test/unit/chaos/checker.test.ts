@@ -336,20 +336,27 @@ describe("the chaos checker", () => {
     expect(failing(cancelT1(409, "CANCELLED"))).toContain("nothing_lost");
   });
 
+  /** The transition of a task's insert (from "" to SCHEDULED), due at `runAtMs`. */
+  const inserted = (taskId: string, atMs: number, runAtMs: number) => ({
+    taskId,
+    from: "",
+    to: "SCHEDULED",
+    atMs,
+    fencingToken: null,
+    runAtMs,
+  });
+
   it("judges a retried cron task's first run by its first run_at, not the retry's", () => {
     const h = clean();
     // c1 ran at 2001 (its occurrence 2000), lost its lease and was retried: the row's run_at is 5000.
     const tasks = h.tasks.map((t) => (t.id === "c1" ? { ...t, runAtMs: 5000 } : t));
     const retried = { ...h, tasks, tasksAfterReconcile: tasks };
     expect(failing(retried)).toEqual([]);
-    const inserted = {
+    const insertedLate = {
       ...retried,
-      transitions: [
-        ...h.transitions,
-        { taskId: "c1", from: "", to: "SCHEDULED", atMs: 1500, fencingToken: null, runAtMs: 2400 },
-      ],
+      transitions: [...h.transitions, inserted("c1", 1500, 2400)],
     };
-    expect(failing(inserted)).toEqual(["no_early_execution"]);
+    expect(failing(insertedLate)).toEqual(["no_early_execution"]);
   });
 
   it("judges a task whose 201 was lost by the run_at it was inserted with, not its replay's (chaos seed 3002)", () => {
@@ -361,19 +368,13 @@ describe("the chaos checker", () => {
       submitted: h.submitted
         .filter((_, i) => i !== 0)
         .map((t) => (t.taskId === "t1" ? { ...t, runAtMs: 1500, ackedAtMs: 1600 } : t)),
-      transitions: [
-        ...h.transitions,
-        { taskId: "t1", from: "", to: "SCHEDULED", atMs: 400, fencingToken: null, runAtMs: 1000 },
-      ],
+      transitions: [...h.transitions, inserted("t1", 400, 1000)],
     };
     expect(failing(onlyReplay)).toEqual([]);
     // Inserted due at 1003, a run at 1001 is early whatever the replay said.
     const early = {
       ...onlyReplay,
-      transitions: [
-        ...h.transitions,
-        { taskId: "t1", from: "", to: "SCHEDULED", atMs: 400, fencingToken: null, runAtMs: 1003 },
-      ],
+      transitions: [...h.transitions, inserted("t1", 400, 1003)],
     };
     expect(failing(early)).toContain("no_early_execution");
   });
