@@ -220,11 +220,15 @@ async function runChronofence() {
       accepted,
     );
     const lastRunAtMs = maxOf(accepted.values());
-    // A count scans the run's rows: once a second keeps it out of the measurement's way.
+    // A count scans the run's rows: once a second keeps it out of the measurement's way. The
+    // run_at range lets Postgres plan only the run's partitions (all ~400 took 45 ms per plan,
+    // counted in the run's Postgres CPU).
     await waitUntil(
       async () => {
         const done = await db.query(
-          "SELECT count(*)::int AS n FROM tasks WHERE status = 'COMPLETED'",
+          `SELECT count(*)::int AS n FROM tasks WHERE status = 'COMPLETED'
+              AND run_at >= to_timestamp($1 / 1000.0) AND run_at <= to_timestamp($2 / 1000.0)`,
+          [load.startMs - 1000, lastRunAtMs + 1000],
         );
         return done.rows[0].n >= accepted.size;
       },

@@ -8,7 +8,10 @@
  * that served the run has flushed its statistics: read the second snapshot
  * after the roles have stopped (a backend flushes at exit). The WAL figures
  * (pg_walinspect, Postgres 15+) are cluster-wide: on a machine where other
- * work writes to the same server they count that work too.
+ * work writes to the same server they count that work too. Where the server
+ * preloads pg_stat_statements (track_planning on), the ledger also gives
+ * Postgres' planning and execution time per task and the statements that
+ * cost most, for the bench database alone.
  */
 import type pg from "pg";
 
@@ -19,9 +22,19 @@ interface TableCounts {
   deletes: number;
 }
 
+interface StatementCounts {
+  query: string;
+  calls: number;
+  rows: number;
+  plan_ms: number;
+  exec_ms: number;
+}
+
 export interface LedgerMark {
   tables: Map<string, TableCounts>;
   walLsn: string | null;
+  /** null where pg_stat_statements is not loaded (shared_preload_libraries). */
+  statements: Map<string, StatementCounts> | null;
 }
 
 // The daily partitions of tasks (tasks_p20261201, …) count as tasks.
@@ -40,7 +53,66 @@ export async function markLedger(db: pg.Client): Promise<LedgerMark> {
       async () => (await db.query("SELECT pg_current_wal_insert_lsn()::text AS lsn")).rows[0].lsn,
     )
     .catch(() => null); // not installed: the WAL part is left out
-  return { tables, walLsn };
+  return { tables, walLsn, statements: await markStatements(db) };
+}
+
+// This database's statements only: the roles' and the benchmark's own.
+const STATEMENTS = `
+  SELECT queryid::text AS id, query, calls::float8 AS calls, rows::float8 AS rows,
+         total_plan_time AS plan_ms, total_exec_time AS exec_ms
+    FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`;
+
+async function markStatements(db: pg.Client): Promise<Map<string, StatementCounts> | null> {
+  try {
+    await db.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    const statements = new Map<string, StatementCounts>();
+    for (const row of (await db.query(STATEMENTS)).rows) statements.set(row.id, row);
+    return statements;
+  } catch {
+    return null; // not preloaded: the statement part is left out
+  }
+}
+
+const STATEMENTS_SHOWN = 12;
+
+/**
+ * Postgres' own time per task, split into planning and execution, and the
+ * statements that cost most: calls per task, rows per call, and each one's
+ * planning and execution microseconds per task.
+ */
+function statementsBetween(
+  before: Map<string, StatementCounts>,
+  after: Map<string, StatementCounts>,
+  tasks: number,
+) {
+  const deltas: StatementCounts[] = [];
+  for (const [id, now] of after) {
+    const was = before.get(id);
+    const calls = now.calls - (was?.calls ?? 0);
+    if (calls <= 0) continue;
+    deltas.push({
+      query: now.query.replace(/\s+/g, " ").slice(0, 100),
+      calls,
+      rows: now.rows - (was?.rows ?? 0),
+      plan_ms: now.plan_ms - (was?.plan_ms ?? 0),
+      exec_ms: now.exec_ms - (was?.exec_ms ?? 0),
+    });
+  }
+  deltas.sort((a, b) => b.plan_ms + b.exec_ms - (a.plan_ms + a.exec_ms));
+  const us = (ms: number) => Math.round((ms * 1000 * 10) / tasks) / 10;
+  const sum = (key: "calls" | "plan_ms" | "exec_ms") => deltas.reduce((n, d) => n + d[key], 0);
+  return {
+    calls: perTask(sum("calls"), tasks),
+    plan_us: us(sum("plan_ms")),
+    exec_us: us(sum("exec_ms")),
+    top: deltas.slice(0, STATEMENTS_SHOWN).map((d) => ({
+      query: d.query,
+      calls: perTask(d.calls, tasks),
+      rows_per_call: Math.round((d.rows / d.calls) * 10) / 10,
+      plan_us: us(d.plan_ms),
+      exec_us: us(d.exec_ms),
+    })),
+  };
 }
 
 const perTask = (n: number, tasks: number) => Math.round((n / tasks) * 100) / 100;
@@ -87,5 +159,7 @@ export async function ledgerBetween(
     }
     ledger.wal_per_task = { cluster_wide: true, bytes: Math.round(bytes / tasks), records };
   }
+  if (before.statements !== null && after.statements !== null)
+    ledger.statements_per_task = statementsBetween(before.statements, after.statements, tasks);
   return ledger;
 }

@@ -108,7 +108,9 @@ SELECT t.hot_shard AS shard, t.id, t.tenant_id,
  * rearm-stale: $1 stale_before timestamptz, $2 now_ms float8, $3 limit,
  * $4 max_wait_ms float8.
  * Locks: the stale rows, FOR UPDATE SKIP LOCKED (a row a worker is starting
- * right now is left to it).
+ * right now is left to it). The UPDATE repeats `run_at < $1` (implied by the
+ * join) so that Postgres plans only the partitions before $1: without it the
+ * plan covered every partition of the horizon (~400), 118 ms warm.
  * → one row (id) per task sent back from ARMED to SCHEDULED: armed and due
  *   before stale_before (nobody started them within the dispatch timeout),
  *   and armed longer ago than it was late when armed (at most max_wait_ms).
@@ -140,6 +142,7 @@ UPDATE tasks t
        updated_at = ${sqlTimestamptz("$2")}
   FROM stale s
  WHERE t.id = s.id AND t.run_at = s.run_at AND t.status = 'ARMED'
+   AND t.run_at < $1::timestamptz
 RETURNING t.id`;
 
 /**

@@ -123,11 +123,17 @@ SELECT ${FAILURE_COLUMNS}${withLastError ? ", last_error" : ""}
  * Locks: the rows, FOR UPDATE SKIP LOCKED: rows another transaction holds (a
  * worker committing right now) are skipped, it decides them.
  * → FAILURE_COLUMNS of RUNNING tasks whose execution lease expired before now, oldest first.
+ * `run_at <= now` holds for every RUNNING task (a start needs it) and lets Postgres plan
+ * only the partitions up to now instead of the whole horizon's (~400: 60–330 ms per plan);
+ * it is written with to_timestamp, which is immutable, so the planner prunes with it (the
+ * timestamptz arithmetic of sqlTimestamptz is only stable). A task started
+ * under a database clock ahead of $1 is found by a later round, once $1 passes its run_at.
  */
 export const LOCK_EXPIRED = `
 SELECT ${FAILURE_COLUMNS}
   FROM tasks
  WHERE status = 'RUNNING' AND lease_expires_at < ${sqlTimestamptz("$1")}
+   AND run_at <= to_timestamp($1::float8 / 1000)
  ORDER BY lease_expires_at
  LIMIT $2
    FOR UPDATE SKIP LOCKED`;
