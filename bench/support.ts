@@ -248,11 +248,19 @@ export async function offerThroughApi(offer: ApiOffer, accepted: Map<string, num
   return { ...load, rejected, ingest: latenessOf(ackMs) };
 }
 
-/** BENCH_PROFILE_DIR=dir: node flags that make a role write a V8 CPU profile there. */
-export const profileNodeArgs = (): string[] =>
-  process.env.BENCH_PROFILE_DIR
+/**
+ * Node flags that make a role write V8 profiles: BENCH_PROFILE_DIR=dir a CPU
+ * profile, BENCH_HEAP_PROFILE_DIR=dir a sampling heap profile of every
+ * allocation (heap-sampler.ts: where the garbage collector's work comes from).
+ */
+export const profileNodeArgs = (): string[] => [
+  ...(process.env.BENCH_PROFILE_DIR
     ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
-    : [];
+    : []),
+  ...(process.env.BENCH_HEAP_PROFILE_DIR
+    ? ["--import", fileURLToPath(new URL("./heap-sampler.js", import.meta.url))]
+    : []),
+];
 
 /**
  * Spawns `chronofence run --roles <roles>` from the built tree, its stdout piped.

@@ -77,37 +77,41 @@ export function parseEnvelope(text: string, maxChars = Number.POSITIVE_INFINITY)
   } catch {
     return { ok: false, code: "not_json", reason: "not JSON" };
   }
-  const names = {
-    ...(isUuid(raw.task_id) && { taskId: raw.task_id }),
-    ...(isUuid(raw.tenant_id) && { tenantId: raw.tenant_id }),
-  };
+  const taskIdOk = isUuid(raw.task_id);
+  const tenantIdOk = isUuid(raw.tenant_id);
+  const names = () => ({
+    ...(taskIdOk && { taskId: raw.task_id as string }),
+    ...(tenantIdOk && { tenantId: raw.tenant_id as string }),
+  });
   if (raw.v !== ENVELOPE_VERSION) {
     const newer = Number.isSafeInteger(raw.v) && (raw.v as number) > ENVELOPE_VERSION;
     const reason = newer
       ? `version ${String(raw.v)} is newer than this worker reads (${ENVELOPE_VERSION}): upgrade the workers first`
       : `unsupported version ${JSON.stringify(raw.v) ?? "(none)"}`;
-    return { ok: false, code: "unsupported_version", reason, ...names };
+    return { ok: false, code: "unsupported_version", reason, ...names() };
   }
   const runAtMs = typeof raw.run_at === "string" ? Date.parse(raw.run_at) : Number.NaN;
   const dispatchedAtMs =
     typeof raw.dispatched_at === "string" ? Date.parse(raw.dispatched_at) : Number.NaN;
-  const problems = [
-    isUuid(raw.task_id) ? null : "task_id",
-    isUuid(raw.tenant_id) ? null : "tenant_id",
-    typeof raw.type === "string" && raw.type.length > 0 ? null : "type",
-    Number.isSafeInteger(raw.attempt) && (raw.attempt as number) >= 0 ? null : "attempt",
-    typeof raw.fencing_token === "string" && TOKEN.test(raw.fencing_token) ? null : "fencing_token",
-    Number.isFinite(runAtMs) ? null : "run_at",
-    Number.isFinite(dispatchedAtMs) ? null : "dispatched_at",
-    Number.isSafeInteger(raw.timeout_ms) && (raw.timeout_ms as number) >= 1 ? null : "timeout_ms",
-    raw.idempotency_key === null || typeof raw.idempotency_key === "string"
-      ? null
-      : "idempotency_key",
-    raw.workflow_id === undefined || isUuid(raw.workflow_id) ? null : "workflow_id",
-    Object.hasOwn(raw, "payload") ? null : "payload",
-  ].filter((p) => p !== null);
+  // Pushed only when wrong: a well-formed envelope (each one a worker runs) allocates no list.
+  const problems: string[] = [];
+  if (!taskIdOk) problems.push("task_id");
+  if (!tenantIdOk) problems.push("tenant_id");
+  if (!(typeof raw.type === "string" && raw.type.length > 0)) problems.push("type");
+  if (!(Number.isSafeInteger(raw.attempt) && (raw.attempt as number) >= 0))
+    problems.push("attempt");
+  if (!(typeof raw.fencing_token === "string" && TOKEN.test(raw.fencing_token)))
+    problems.push("fencing_token");
+  if (!Number.isFinite(runAtMs)) problems.push("run_at");
+  if (!Number.isFinite(dispatchedAtMs)) problems.push("dispatched_at");
+  if (!(Number.isSafeInteger(raw.timeout_ms) && (raw.timeout_ms as number) >= 1))
+    problems.push("timeout_ms");
+  if (!(raw.idempotency_key === null || typeof raw.idempotency_key === "string"))
+    problems.push("idempotency_key");
+  if (!(raw.workflow_id === undefined || isUuid(raw.workflow_id))) problems.push("workflow_id");
+  if (!Object.hasOwn(raw, "payload")) problems.push("payload");
   if (problems.length > 0) {
-    return { ok: false, code: "bad_fields", reason: `bad ${problems.join(", ")}`, ...names };
+    return { ok: false, code: "bad_fields", reason: `bad ${problems.join(", ")}`, ...names() };
   }
   return {
     ok: true,

@@ -7,6 +7,7 @@ import type {
   ScheduledEntry,
   ShardCursor,
 } from "../../ports/dispatch-store.js";
+import { plainArray } from "./array-param.js";
 import { isoOfMs, roundMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import type { PgPool } from "./pool.js";
@@ -41,9 +42,9 @@ export class PgDispatchStore implements DispatchStore {
         withClaims.map((b) => b.fence.owner),
         withClaims.map((b) => b.fence.epoch),
         nowMs,
-        ids,
-        runAtsMs,
-        shards,
+        plainArray(ids),
+        plainArray(runAtsMs),
+        plainArray(shards),
         isoOfMs(minMs),
         isoOfMs(maxMs),
       ]);

@@ -7,6 +7,7 @@
 
 import type { ExecutionRef } from "../../ports/execution-store.js";
 import type { DueEntry } from "../../ports/hot-tier.js";
+import { plainArray, textArray } from "./array-param.js";
 import { Coalescer, type Settled } from "./coalescer.js";
 import { isoOfMs } from "./epoch-ms.js";
 import { isDataException } from "./errors.js";
@@ -60,27 +61,26 @@ export class ExecutionBatches {
 
   /** The coalesced starts of one event-loop turn: one statement; each caller gets its row or null. */
   private async startMany(inputs: StartInput[]): Promise<Array<Settled<StartRow | null>>> {
-    const answers: Array<Settled<StartRow | null>> = [];
+    const answers = new Map<StartInput, Settled<StartRow | null>>();
     // One statement per (worker, lease) — in practice one: a store serves one executor.
     for (const group of groupBy(inputs, (i) => `${i.leaseMs}|${i.workerId}`)) {
       const { workerId, leaseMs } = group[0]!;
       const refs = group.map((i) => i.ref);
       const result = await this.pool.query(START_MANY, [
-        refs.map((r) => r.tenantId),
-        refs.map((r) => r.taskId),
-        refs.map((r) => r.fencingToken),
-        refs.map((r) => r.runAtMs),
+        plainArray(refs.map((r) => r.tenantId)),
+        plainArray(refs.map((r) => r.taskId)),
+        plainArray(refs.map((r) => r.fencingToken)),
+        plainArray(refs.map((r) => r.runAtMs)),
         workerId,
-        group.map((i) => i.nowMs),
+        plainArray(group.map((i) => i.nowMs)),
         leaseMs,
         ...runAtBounds(refs),
-        refs.map((r) => r.dispatchedAtMs ?? null),
+        plainArray(refs.map((r) => r.dispatchedAtMs)),
       ]);
       const rows = byIdAndToken(result.rows);
-      for (const input of group)
-        answers[inputs.indexOf(input)] = { ok: true, value: take(rows, input.ref) };
+      for (const input of group) answers.set(input, { ok: true, value: take(rows, input.ref) });
     }
-    return answers;
+    return inputs.map((input) => answers.get(input)!);
   }
 
   /**
@@ -156,12 +156,12 @@ async function completeStatement(
 ): Promise<Map<string, Row>> {
   const refs = inputs.map((i) => i.ref);
   const result = await db.query(sql, [
-    refs.map((r) => r.tenantId),
-    refs.map((r) => r.taskId),
-    refs.map((r) => r.fencingToken),
-    refs.map((r) => r.runAtMs),
-    inputs.map((i) => i.resultJson),
-    inputs.map((i) => i.nowMs),
+    plainArray(refs.map((r) => r.tenantId)),
+    plainArray(refs.map((r) => r.taskId)),
+    plainArray(refs.map((r) => r.fencingToken)),
+    plainArray(refs.map((r) => r.runAtMs)),
+    textArray(inputs.map((i) => i.resultJson)),
+    plainArray(inputs.map((i) => i.nowMs)),
     ...runAtBounds(refs),
   ]);
   return byIdAndToken(result.rows);

@@ -56,11 +56,12 @@ import type {
   StartedExecution,
   StartOutcome,
 } from "../../ports/execution-store.js";
-import type { Handler, HandlerRegistry } from "../../ports/handler.js";
+import type { Handler, HandlerContext, HandlerRegistry } from "../../ports/handler.js";
 import type { WorkerMetrics } from "../../ports/worker-metrics.js";
+import { AttemptAbort } from "./attempt-abort.js";
 import type { ExecutionService } from "./execution-service.js";
 import { resultJsonOf } from "./handler-result.js";
-import { keepLease, LeaseWatch, sleep } from "./lease-keeper.js";
+import { type HeartbeatDeps, type HeartbeatOptions, LeaseKeeper, sleep } from "./lease-keeper.js";
 
 export interface ExecutorDeps {
   /** The fenced transitions and their hot-tier follow-ups (retries, released nodes). */
@@ -137,30 +138,30 @@ const STOPPED = workerStoppingFailure(
   "the worker stopped before the attempt finished (its drain timeout passed)",
 );
 
-/**
- * The reason `finished` aborts with once an attempt has ended. Nobody reads
- * it; without one, every abort() builds a DOMException and its stack, once
- * per task (1.5 % of a direct-mode node's CPU at 1,000 tasks/s).
- */
-const ATTEMPT_ENDED = Symbol("attempt ended");
-
 export class Executor {
   private readonly stopping = new AbortController();
   private readonly draining = new AbortController();
+  /** The attempts whose handlers run now: stop() aborts each. */
+  private readonly running = new Set<AttemptAbort>();
   private readonly leaseMarginMs: number;
+  private readonly heartbeats: HeartbeatDeps;
+  private readonly heartbeatOptions: HeartbeatOptions;
 
   constructor(
     private readonly deps: ExecutorDeps,
     private readonly options: ExecutorOptions,
   ) {
-    // Every running task listens for the stop (and removes its listener when done):
-    // as many listeners as the queue's concurrency is expected, not a leak.
+    // Envelopes waiting for their run_at, and calls waiting to ask Postgres again,
+    // listen for these (and remove their listeners when done): as many as the
+    // queue holds is expected, not a leak.
     setMaxListeners(0, this.stopping.signal);
     setMaxListeners(0, this.draining.signal);
     this.leaseMarginMs = Math.min(
       options.leaseMarginMs ?? DEFAULT_LEASE_MARGIN_MS,
       Math.floor((options.leaseMs - options.heartbeatMs) / 2),
     );
+    this.heartbeats = { executions: deps.executions, clock: deps.clock, onError: deps.onError };
+    this.heartbeatOptions = { ...options, leaseMarginMs: this.leaseMarginMs };
   }
 
   /** From now on, envelopes not yet started are left alone ("abandoned"); running ones go on. */
@@ -175,6 +176,7 @@ export class Executor {
   stop(): void {
     this.drain();
     this.stopping.abort(new Error("worker stopping"));
+    for (const attempt of this.running) attempt.abort("stop");
   }
 
   /** Runs the envelope; one delivered before its run_at waits for it here (see executeOnce). */
@@ -388,58 +390,41 @@ export class Executor {
         return { kind: "failed", failure: classifyFailure(error), byStop: false };
       }
     }
-    const controller = new AbortController();
-    type Why = "timeout" | "stale" | "deadline" | "stop";
-    let why: Why | null = null;
-    const abort = (reason: Why) => {
-      why ??= reason;
-      controller.abort(
-        new Error(reason === "stale" || reason === "deadline" ? "lost_lease" : reason),
-      );
-    };
-    const timeout = setTimeout(() => abort("timeout"), execution.timeoutMs);
-    const onStop = () => abort("stop");
-    this.stopping.signal.addEventListener("abort", onStop, { once: true });
-    // A start that resolved after the stop: the listener above will never fire.
-    if (this.stopping.signal.aborted) onStop();
-    const lease = new LeaseWatch(deadlineMonoMs, this.deps.clock, () => abort("deadline"));
-    const finished = new AbortController();
-    void keepLease(
-      { executions: this.deps.executions, clock: this.deps.clock, onError: this.deps.onError },
-      { ...this.options, leaseMarginMs: this.leaseMarginMs },
+    // A start that resolved after the stop: the handler is not called at all.
+    if (this.stopping.signal.aborted) return { kind: "failed", failure: STOPPED, byStop: true };
+    const abort = new AttemptAbort();
+    this.running.add(abort);
+    const timeout = setTimeout(() => abort.abort("timeout"), execution.timeoutMs);
+    const lease = new LeaseKeeper(
+      this.heartbeats,
+      this.heartbeatOptions,
       ref,
-      lease,
-      finished.signal,
-      () => abort("stale"),
+      deadlineMonoMs,
+      (by) => abort.abort(by),
     );
+    const ctx: HandlerContext = {
+      taskId: envelope.taskId,
+      tenantId: envelope.tenantId,
+      type: envelope.type,
+      attempt: execution.attempt,
+      maxAttempts: execution.maxAttempts,
+      fencingToken: envelope.fencingToken,
+      idempotencyKey: envelope.idempotencyKey,
+      runAtMs: execution.runAtMs,
+      timeoutMs: execution.timeoutMs,
+      parentResults,
+      get signal() {
+        return abort.signal;
+      },
+    };
     const startedMs = this.deps.clock.monotonicMs();
     try {
-      const aborted = new Promise<never>((_, reject) => {
-        if (controller.signal.aborted) reject(controller.signal.reason);
-        else
-          controller.signal.addEventListener("abort", () => reject(controller.signal.reason), {
-            once: true,
-          });
-      });
-      const result = await Promise.race([
-        handler(envelope.payload, {
-          taskId: envelope.taskId,
-          tenantId: envelope.tenantId,
-          type: envelope.type,
-          attempt: execution.attempt,
-          maxAttempts: execution.maxAttempts,
-          fencingToken: envelope.fencingToken,
-          idempotencyKey: envelope.idempotencyKey,
-          runAtMs: execution.runAtMs,
-          timeoutMs: execution.timeoutMs,
-          parentResults,
-          signal: controller.signal,
-        }),
-        aborted,
-      ]);
-      if (why === "stale" || why === "deadline") return { kind: "lost_lease", by: why };
+      const result = await abort.race(() => handler(envelope.payload, ctx));
+      if (abort.why === "stale" || abort.why === "deadline")
+        return { kind: "lost_lease", by: abort.why };
       return { kind: "succeeded", resultJson: resultJsonOf(result, this.options.maxResultBytes) };
     } catch (error) {
+      const why = abort.why;
       if (why === "stale" || why === "deadline") return { kind: "lost_lease", by: why };
       if (why === "timeout") {
         return { kind: "failed", failure: timeoutFailure(execution.timeoutMs), byStop: false };
@@ -447,9 +432,8 @@ export class Executor {
       return { kind: "failed", failure: classifyFailure(error), byStop: why === "stop" };
     } finally {
       clearTimeout(timeout);
-      finished.abort(ATTEMPT_ENDED);
       lease.end();
-      this.stopping.signal.removeEventListener("abort", onStop);
+      this.running.delete(abort);
       this.deps.metrics.ran(envelope.type, this.deps.clock.monotonicMs() - startedMs);
     }
   }

@@ -25,66 +25,92 @@ export interface HeartbeatOptions {
 }
 
 /**
- * Renews the lease every heartbeatMs, one heartbeat at a time (a hung one
- * is not joined by more), until `finished`. Each one that lands moves the
- * local deadline to its send + leaseMs − margin; a `stale` answer means the
- * attempt is no longer ours. A failed one is logged and the next tries
- * again: the local deadline decides when to give up.
+ * Keeps one attempt's lease until `end()`: renews it every heartbeatMs, one
+ * heartbeat at a time (a hung one is not joined by more), and calls
+ * `lost("deadline")` once the local deadline passes without a renewal, or
+ * `lost("stale")` when a heartbeat finds the attempt is no longer ours. Each
+ * heartbeat that lands moves the deadline to its send + leaseMs − margin; a
+ * failed one is logged and the next tries again: the deadline decides when
+ * to give up.
+ *
+ * One timer at a time, for the next heartbeat or, while one is out (or would
+ * come after it), for the deadline: the worker keeps one of these per running
+ * task, and every object per task is garbage to collect at thousands of
+ * tasks per second. The clock says how far away each instant is; a timer
+ * fires for what it was set for, never re-checked against the clock, except
+ * that a heartbeat due after a pause past the deadline (a frozen process)
+ * ends the attempt instead.
  */
-export async function keepLease(
-  deps: HeartbeatDeps,
-  options: HeartbeatOptions,
-  ref: ExecutionRef,
-  lease: LeaseWatch,
-  finished: AbortSignal,
-  lost: () => void,
-): Promise<void> {
-  const { workerId, leaseMs, heartbeatMs, leaseMarginMs } = options;
-  for (;;) {
-    await sleep(heartbeatMs, finished);
-    if (finished.aborted) return;
-    const sentMonoMs = deps.clock.monotonicMs();
-    try {
-      const answer = await deps.executions.heartbeat(ref, workerId, leaseMs, deps.clock.nowMs());
-      if (finished.aborted) return;
-      if (answer.kind !== "extended") return lost();
-      lease.renewed(sentMonoMs + leaseMs - leaseMarginMs);
-    } catch (error) {
-      if (finished.aborted) return;
-      deps.onError(error, "heartbeat");
-    }
-  }
-}
-
-/**
- * The local deadline of one attempt's lease, on the injected monotonic
- * clock: fires `expired` once it passes without a renewal. A timer, re-set at
- * each renewal; the clock says how far away the deadline is.
- */
-export class LeaseWatch {
+export class LeaseKeeper {
   private timer: NodeJS.Timeout | undefined;
+  private timerFor: "heartbeat" | "deadline" = "heartbeat";
+  private nextBeatMonoMs: number;
+  private beating = false;
+  private ended = false;
+  private readonly onTimer = () => this.fired();
 
   constructor(
+    private readonly deps: HeartbeatDeps,
+    private readonly options: HeartbeatOptions,
+    private readonly ref: ExecutionRef,
     private deadlineMonoMs: number,
-    private readonly clock: Clock,
-    private readonly expired: () => void,
+    private readonly lost: (by: "stale" | "deadline") => void,
   ) {
+    this.nextBeatMonoMs = deps.clock.monotonicMs() + options.heartbeatMs;
     this.arm();
   }
 
-  renewed(deadlineMonoMs: number): void {
-    this.deadlineMonoMs = Math.max(this.deadlineMonoMs, deadlineMonoMs);
-    this.arm();
-  }
-
+  /** The attempt is over: no more heartbeats, and `lost` is not called. */
   end(): void {
+    this.ended = true;
     clearTimeout(this.timer);
   }
 
   private arm(): void {
     clearTimeout(this.timer);
-    const leftMs = this.deadlineMonoMs - this.clock.monotonicMs();
-    this.timer = setTimeout(this.expired, Math.max(0, leftMs));
+    const nowMs = this.deps.clock.monotonicMs();
+    this.timerFor =
+      !this.beating && this.nextBeatMonoMs < this.deadlineMonoMs ? "heartbeat" : "deadline";
+    const atMs = this.timerFor === "heartbeat" ? this.nextBeatMonoMs : this.deadlineMonoMs;
+    this.timer = setTimeout(this.onTimer, Math.max(0, atMs - nowMs));
+  }
+
+  private fired(): void {
+    if (this.ended) return;
+    if (this.timerFor === "deadline" || this.deps.clock.monotonicMs() >= this.deadlineMonoMs) {
+      this.end();
+      this.lost("deadline");
+      return;
+    }
+    void this.beat();
+  }
+
+  private async beat(): Promise<void> {
+    const { workerId, leaseMs, heartbeatMs, leaseMarginMs } = this.options;
+    this.beating = true;
+    this.arm(); // the deadline, while this heartbeat is out
+    const sentMonoMs = this.deps.clock.monotonicMs();
+    try {
+      const answer = await this.deps.executions.heartbeat(
+        this.ref,
+        workerId,
+        leaseMs,
+        this.deps.clock.nowMs(),
+      );
+      if (this.ended) return;
+      if (answer.kind !== "extended") {
+        this.end();
+        this.lost("stale");
+        return;
+      }
+      this.deadlineMonoMs = Math.max(this.deadlineMonoMs, sentMonoMs + leaseMs - leaseMarginMs);
+    } catch (error) {
+      if (this.ended) return;
+      this.deps.onError(error, "heartbeat");
+    }
+    this.beating = false;
+    this.nextBeatMonoMs = this.deps.clock.monotonicMs() + heartbeatMs;
+    this.arm();
   }
 }
 

@@ -253,12 +253,9 @@ describe("Executor", () => {
     expect(added).toEqual([{ tenantId: "t", taskId: "x", runAtMs: 0 }]);
   });
 
-  it("a start that lands after stop() runs no handler past the stop", async () => {
-    let signal: AbortSignal | undefined;
-    handlers.register("t", (_p, ctx) => {
-      signal = ctx.signal;
-      return new Promise(() => undefined); // ignores its signal
-    });
+  it("a start that lands after stop() runs no handler", async () => {
+    const handler = vi.fn(() => new Promise(() => undefined));
+    handlers.register("t", handler);
     let release: () => void = () => undefined;
     store.startGate = new Promise((resolve) => {
       release = resolve;
@@ -268,7 +265,7 @@ describe("Executor", () => {
     executor.stop();
     release();
     expect(await done).toBe("interrupted");
-    expect(signal?.aborted ?? true).toBe(true);
+    expect(handler).not.toHaveBeenCalled();
   });
 
   it("leaves an interrupted attempt to its lease when Postgres is down at the stop", async () => {
