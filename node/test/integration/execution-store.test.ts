@@ -399,6 +399,19 @@ describe("failures", () => {
     });
     // ...which the store absorbs by asking again: the token moved on.
     expect(await raceWithMove(store)).toEqual({ kind: "stale" });
+    // So does a coalesced completion: its batch's statement is run again.
+    const coalesced = (maxSerializationRetries: number) =>
+      new PgExecutionStore(ownerPool, {
+        rowLevelSecurity: false,
+        random: () => 0,
+        newId: randomUUID,
+        coalesceMax: 64,
+        maxSerializationRetries,
+      });
+    await expect(raceWithMove(coalesced(1))).rejects.toMatchObject({
+      cause: { code: "40001" },
+    });
+    expect(await raceWithMove(coalesced(3))).toEqual({ kind: "stale" });
   });
 });
 

@@ -2,7 +2,10 @@
  * The worker's coalesced starts and completions (login role only): the calls
  * of one event-loop turn that name their run_at become one START_MANY or
  * COMPLETE_MANY statement (coalescer.ts); each caller gets its own row, or
- * null when its fenced test matched nothing.
+ * null when its fenced test matched nothing. A statement that lost a race
+ * with a partition move or a deadlock is run again here, for the whole batch
+ * (FencedCalls.withRetries): the callers' refs are already checked
+ * (FencedCalls.wellFormed), so they need none of `fenced`'s wrapping.
  */
 
 import type { ExecutionRef } from "../../ports/execution-store.js";
@@ -66,17 +69,19 @@ export class ExecutionBatches {
     for (const group of groupBy(inputs, (i) => `${i.leaseMs}|${i.workerId}`)) {
       const { workerId, leaseMs } = group[0]!;
       const refs = group.map((i) => i.ref);
-      const result = await this.pool.query(START_MANY, [
-        plainArray(refs.map((r) => r.tenantId)),
-        plainArray(refs.map((r) => r.taskId)),
-        plainArray(refs.map((r) => r.fencingToken)),
-        plainArray(refs.map((r) => r.runAtMs)),
-        workerId,
-        plainArray(group.map((i) => i.nowMs)),
-        leaseMs,
-        ...runAtBounds(refs),
-        plainArray(refs.map((r) => r.dispatchedAtMs)),
-      ]);
+      const result = await this.calls.withRetries(() =>
+        this.pool.query(START_MANY, [
+          plainArray(refs.map((r) => r.tenantId)),
+          plainArray(refs.map((r) => r.taskId)),
+          plainArray(refs.map((r) => r.fencingToken)),
+          plainArray(refs.map((r) => r.runAtMs)),
+          workerId,
+          plainArray(group.map((i) => i.nowMs)),
+          leaseMs,
+          ...runAtBounds(refs),
+          plainArray(refs.map((r) => r.dispatchedAtMs)),
+        ]),
+      );
       const rows = byIdAndToken(result.rows);
       for (const input of group) answers.set(input, { ok: true, value: take(rows, input.ref) });
     }
@@ -96,7 +101,9 @@ export class ExecutionBatches {
   private async completeMany(inputs: CompleteInput[]): Promise<Array<Settled<DueEntry[] | null>>> {
     let direct: Map<string, Row>;
     try {
-      direct = await completeStatement(this.pool, COMPLETE_MANY_OUTSIDE_WORKFLOWS, inputs);
+      direct = await this.calls.withRetries(() =>
+        completeStatement(this.pool, COMPLETE_MANY_OUTSIDE_WORKFLOWS, inputs),
+      );
     } catch (error) {
       return this.oneByOneIfRefused(inputs, error);
     }
@@ -118,7 +125,7 @@ export class ExecutionBatches {
 
   /** COMPLETE_MANY and the workflow release, in one transaction. */
   private completeReleasing(inputs: CompleteInput[]): Promise<Array<Settled<DueEntry[] | null>>> {
-    return this.calls.transaction(async (db) => {
+    return this.calls.inTransactionWithRetries(async (db) => {
       const rows = await completeStatement(db, COMPLETE_MANY, inputs);
       // One release per completed workflow node, in this transaction, for all
       // the workflows of the batch (locked in id order).

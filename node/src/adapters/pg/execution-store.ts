@@ -83,6 +83,18 @@ const LOCK_RUNNING_WITH_ERROR = [
   lockRunningTask(true, true),
 ] as const;
 
+/** A started row (START or START_MANY) as the port answers it. */
+const startedOf = (row: StartRow): StartOutcome => ({
+  kind: "started",
+  execution: {
+    attempt: row.attempt,
+    maxAttempts: row.max_attempts,
+    runAtMs: roundMs(row.run_at_ms),
+    timeoutMs: row.timeout_ms,
+    leaseExpiresAtMs: roundMs(row.lease_expires_at_ms),
+  },
+});
+
 /** Why a start changed nothing: not found, not due yet by the database's clock, or stale. */
 async function startRefusal(
   db: Queryable,
@@ -132,27 +144,22 @@ export class PgExecutionStore implements ExecutionStore {
     leaseMs: number,
     nowMs: number,
   ): Promise<StartOutcome> {
-    return this.calls.fenced(ref, "start execution", async (db) => {
-      let row: StartRow | null;
-      if (this.batches && hasRunAt(ref)) {
-        row = await this.batches.start({ ref, workerId, leaseMs, nowMs });
-      } else {
-        const dispatchedMs = ref.dispatchedAtMs ?? null;
-        const params = [ref.tenantId, ref.taskId, ref.fencingToken, workerId, nowMs, leaseMs];
-        const all = withRunAtParam(ref, [...params, dispatchedMs]);
-        row = (await db.query(START[withRunAt(ref)], all)).rows[0];
-      }
-      if (!row) return startRefusal(db, ref);
-      return {
-        kind: "started" as const,
-        execution: {
-          attempt: row.attempt,
-          maxAttempts: row.max_attempts,
-          runAtMs: roundMs(row.run_at_ms),
-          timeoutMs: row.timeout_ms,
-          leaseExpiresAtMs: roundMs(row.lease_expires_at_ms),
+    const operation = "start execution";
+    if (this.batches && hasRunAt(ref) && this.calls.wellFormed(ref)) {
+      return this.batches.start({ ref, workerId, leaseMs, nowMs }).then(
+        (row) =>
+          row ? startedOf(row) : this.calls.fenced(ref, operation, (db) => startRefusal(db, ref)),
+        (error: unknown) => {
+          throw fromPgError(error, operation);
         },
-      };
+      );
+    }
+    return this.calls.fenced(ref, operation, async (db) => {
+      const dispatchedMs = ref.dispatchedAtMs ?? null;
+      const params = [ref.tenantId, ref.taskId, ref.fencingToken, workerId, nowMs, leaseMs];
+      const all = withRunAtParam(ref, [...params, dispatchedMs]);
+      const row: StartRow | undefined = (await db.query(START[withRunAt(ref)], all)).rows[0];
+      return row ? startedOf(row) : startRefusal(db, ref);
     });
   }
 
@@ -173,15 +180,22 @@ export class PgExecutionStore implements ExecutionStore {
 
   /** In a transaction: a workflow node's children are released with its completion. */
   complete(ref: ExecutionRef, resultJson: string, nowMs: number): Promise<CompleteOutcome> {
-    const batches = hasRunAt(ref) ? this.batches : null;
+    const operation = "complete execution";
+    if (this.batches && hasRunAt(ref) && this.calls.wellFormed(ref)) {
+      return this.batches.complete({ ref, resultJson, nowMs }).then(
+        (released): CompleteOutcome | Promise<CompleteOutcome> =>
+          released
+            ? { kind: "completed" as const, released }
+            : this.calls.staleOrMissing(ref, operation),
+        (error: unknown) => {
+          throw fromPgError(error, operation);
+        },
+      );
+    }
     return this.calls.fenced(
       ref,
-      "complete execution",
+      operation,
       async (db) => {
-        if (batches && hasRunAt(ref)) {
-          const released = await batches.complete({ ref, resultJson, nowMs });
-          return released ? { kind: "completed" as const, released } : null;
-        }
         const params = [ref.tenantId, ref.taskId, ref.fencingToken, resultJson, nowMs];
         const result = await db.query(COMPLETE[withRunAt(ref)], withRunAtParam(ref, params));
         const row: TerminalRow | undefined = result.rows[0];
@@ -189,7 +203,7 @@ export class PgExecutionStore implements ExecutionStore {
         const released = await releaseTerminal(db, [{ ...row, id: ref.taskId }], nowMs);
         return { kind: "completed" as const, released: released.get(ref.taskId) ?? [] };
       },
-      batches === null,
+      true,
     );
   }
 
@@ -289,33 +303,31 @@ export class PgExecutionStore implements ExecutionStore {
 
   async expireLeases(nowMs: number, limit: number): Promise<ExpiredLease[]> {
     try {
-      return await this.calls.withRetries(() =>
-        this.calls.transaction(async (db) => {
-          const locked = await db.query(LOCK_EXPIRED, [nowMs, limit]);
-          const failures = locked.rows.map((row: FailureRow) => {
-            const failure: ExecutionFailure = {
-              message: `the execution lease held by ${row.lease_owner ?? "?"} expired`,
-              code: "lease_expired",
-              retryable: true,
-            };
-            const decision = decideFailure(
-              retryStateOf(row),
-              { retryable: true, expired: true },
-              nowMs,
-              this.options.random,
-            );
-            return { row, decision, failure };
-          });
-          const settled = await settleFailures(db, failures, nowMs, () => this.options.newId());
-          return settled.map(({ row, outcome }) => ({
-            tenantId: row.tenant_id,
-            taskId: row.id,
-            outcome: outcome.kind as "retrying" | "dead" | "cancelled",
-            nextRunAtMs: outcome.kind === "retrying" ? outcome.nextRunAtMs : null,
-            released: "released" in outcome ? (outcome.released ?? []) : [],
-          }));
-        }),
-      );
+      return await this.calls.inTransactionWithRetries(async (db) => {
+        const locked = await db.query(LOCK_EXPIRED, [nowMs, limit]);
+        const failures = locked.rows.map((row: FailureRow) => {
+          const failure: ExecutionFailure = {
+            message: `the execution lease held by ${row.lease_owner ?? "?"} expired`,
+            code: "lease_expired",
+            retryable: true,
+          };
+          const decision = decideFailure(
+            retryStateOf(row),
+            { retryable: true, expired: true },
+            nowMs,
+            this.options.random,
+          );
+          return { row, decision, failure };
+        });
+        const settled = await settleFailures(db, failures, nowMs, () => this.options.newId());
+        return settled.map(({ row, outcome }) => ({
+          tenantId: row.tenant_id,
+          taskId: row.id,
+          outcome: outcome.kind as "retrying" | "dead" | "cancelled",
+          nextRunAtMs: outcome.kind === "retrying" ? outcome.nextRunAtMs : null,
+          released: "released" in outcome ? (outcome.released ?? []) : [],
+        }));
+      });
     } catch (error) {
       throw fromPgError(error, "expire execution leases");
     }

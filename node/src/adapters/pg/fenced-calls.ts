@@ -38,9 +38,10 @@ export class FencedCalls {
     attempt: (db: Queryable) => Promise<T | null>,
     needsTransaction = false,
   ): Promise<T | Missing> {
-    if (!UUID.test(ref.taskId) || !UUID.test(ref.tenantId)) return { kind: "not_found" };
-    const badRunAt = ref.runAtMs !== undefined && !isDateMs(ref.runAtMs);
-    if (!TOKEN.test(ref.fencingToken) || badRunAt) return this.staleOrMissing(ref, operation);
+    if (!this.wellFormed(ref)) {
+      if (!UUID.test(ref.taskId) || !UUID.test(ref.tenantId)) return { kind: "not_found" };
+      return this.staleOrMissing(ref, operation);
+    }
     const run = async (db: Queryable) => (await attempt(db)) ?? (await classify(db, ref));
     try {
       return await this.withRetries(() =>
@@ -53,6 +54,20 @@ export class FencedCalls {
     }
   }
 
+  /**
+   * Whether the ref can match a row: well-formed ids and token, a run_at a
+   * Date can hold. A call with any other ref goes through `fenced`, which
+   * answers it without the statement.
+   */
+  wellFormed(ref: ExecutionRef): boolean {
+    return (
+      UUID.test(ref.taskId) &&
+      UUID.test(ref.tenantId) &&
+      TOKEN.test(ref.fencingToken) &&
+      (ref.runAtMs === undefined || isDateMs(ref.runAtMs))
+    );
+  }
+
   /** One read scoped to a tenant: in a tenant transaction under row-level security, else on the pool. */
   scoped<T>(tenantId: string, fn: (db: Queryable) => Promise<T>): Promise<T> {
     return this.rowLevelSecurity ? withTenant(this.pool, tenantId, fn) : fn(this.pool);
@@ -63,8 +78,9 @@ export class FencedCalls {
     return this.withRetries(() => withTenant(this.pool, tenantId, fn));
   }
 
-  transaction<T>(fn: (db: Queryable) => Promise<T>): Promise<T> {
-    return withTransaction(this.pool, fn);
+  /** A transaction on the pool, run again whole if it lost a race with a partition move. */
+  inTransactionWithRetries<T>(fn: (db: Queryable) => Promise<T>): Promise<T> {
+    return this.withRetries(() => withTransaction(this.pool, fn));
   }
 
   /** A statement that waited on a row another transaction moved to another partition fails with 40001. */
@@ -80,7 +96,8 @@ export class FencedCalls {
     }
   }
 
-  private async staleOrMissing(ref: ExecutionRef, operation: string): Promise<Missing> {
+  /** What a fenced call whose statement matched nothing answers: stale, or not_found. */
+  async staleOrMissing(ref: ExecutionRef, operation: string): Promise<Missing> {
     try {
       return await this.scoped(ref.tenantId, (db) => classify(db, ref));
     } catch (error) {
