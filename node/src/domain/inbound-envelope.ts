@@ -55,6 +55,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TOKEN = /^[1-9][0-9]{0,18}$/;
 const isUuid = (value: unknown): value is string => typeof value === "string" && UUID.test(value);
 
+/** The task a refused envelope names, where its ids are readable. */
+const namesOf = (raw: Record<string, unknown>): { taskId?: string; tenantId?: string } => ({
+  ...(isUuid(raw.task_id) && { taskId: raw.task_id }),
+  ...(isUuid(raw.tenant_id) && { tenantId: raw.tenant_id }),
+});
+
 /**
  * `maxChars`: longer text is refused unparsed (a dispatcher sends nothing
  * larger than CF_KAFKA_MAX_MESSAGE_BYTES; each character is a byte or more).
@@ -77,26 +83,20 @@ export function parseEnvelope(text: string, maxChars = Number.POSITIVE_INFINITY)
   } catch {
     return { ok: false, code: "not_json", reason: "not JSON" };
   }
-  const taskIdOk = isUuid(raw.task_id);
-  const tenantIdOk = isUuid(raw.tenant_id);
-  const names = () => ({
-    ...(taskIdOk && { taskId: raw.task_id as string }),
-    ...(tenantIdOk && { tenantId: raw.tenant_id as string }),
-  });
   if (raw.v !== ENVELOPE_VERSION) {
     const newer = Number.isSafeInteger(raw.v) && (raw.v as number) > ENVELOPE_VERSION;
     const reason = newer
       ? `version ${String(raw.v)} is newer than this worker reads (${ENVELOPE_VERSION}): upgrade the workers first`
       : `unsupported version ${JSON.stringify(raw.v) ?? "(none)"}`;
-    return { ok: false, code: "unsupported_version", reason, ...names() };
+    return { ok: false, code: "unsupported_version", reason, ...namesOf(raw) };
   }
   const runAtMs = typeof raw.run_at === "string" ? Date.parse(raw.run_at) : Number.NaN;
   const dispatchedAtMs =
     typeof raw.dispatched_at === "string" ? Date.parse(raw.dispatched_at) : Number.NaN;
   // Pushed only when wrong: a well-formed envelope (each one a worker runs) allocates no list.
   const problems: string[] = [];
-  if (!taskIdOk) problems.push("task_id");
-  if (!tenantIdOk) problems.push("tenant_id");
+  if (!isUuid(raw.task_id)) problems.push("task_id");
+  if (!isUuid(raw.tenant_id)) problems.push("tenant_id");
   if (!(typeof raw.type === "string" && raw.type.length > 0)) problems.push("type");
   if (!(Number.isSafeInteger(raw.attempt) && (raw.attempt as number) >= 0))
     problems.push("attempt");
@@ -111,7 +111,7 @@ export function parseEnvelope(text: string, maxChars = Number.POSITIVE_INFINITY)
   if (!(raw.workflow_id === undefined || isUuid(raw.workflow_id))) problems.push("workflow_id");
   if (!Object.hasOwn(raw, "payload")) problems.push("payload");
   if (problems.length > 0) {
-    return { ok: false, code: "bad_fields", reason: `bad ${problems.join(", ")}`, ...names() };
+    return { ok: false, code: "bad_fields", reason: `bad ${problems.join(", ")}`, ...namesOf(raw) };
   }
   return {
     ok: true,
