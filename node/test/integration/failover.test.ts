@@ -254,8 +254,11 @@ describe("a paused dispatcher (SIGSTOP past its lease, then SIGCONT)", () => {
     );
     const oldEpoch = new Map(held.map((h) => [h.id, h.epoch]));
     for (const row of epochs) expect(row.epoch).toBeGreaterThan(oldEpoch.get(row.id)!);
-    // It learnt that it lost its shards (refused renewal, local expiry or a fenced write).
-    expect(await a.metric("cf_lease_events_total", 'event="lost"')).toBeGreaterThanOrEqual(16);
+    // It learns that it lost its shards (refused renewal, local expiry or a fenced write):
+    // shard by shard, as each one's renewal or write comes round after the resume.
+    await expect
+      .poll(() => a.metric("cf_lease_events_total", 'event="lost"'), { timeout: 10_000 })
+      .toBeGreaterThanOrEqual(16);
     // Any other arm it started after resuming was refused as well.
     for (const line of a.lines(/^ARM AFTER RESUME (.*)$/).flatMap(armLines))
       expect(line).toMatchObject({ fenced: false, armed: 0 });
