@@ -20,9 +20,9 @@ import { parseArgs } from "node:util";
 import { Consumer as PltConsumer, stringDeserializers } from "@platformatic/kafka";
 import { Kafka, logLevel } from "kafkajs";
 import { type KafkaOptions, KafkaPublisher } from "../node/src/adapters/kafka/kafka-publisher.js";
-import { PlatformaticPublisher } from "../node/src/adapters/kafka/platformatic-publisher.js";
 import { topicName } from "../node/src/domain/envelope.js";
 import type { Publisher } from "../node/src/ports/publisher.js";
+import { KafkajsPublisher } from "./kafkajs-publisher.js";
 import { coresBetween, cpuTicksOf, percentile, round } from "./support.js";
 
 type Client = "kafkajs" | "platformatic";
@@ -47,7 +47,7 @@ async function produce(client: Client, prefix: string, rate: number, seconds: nu
     onError: () => undefined,
   };
   const publisher: Publisher =
-    client === "kafkajs" ? new KafkaPublisher(options) : new PlatformaticPublisher(options);
+    client === "kafkajs" ? new KafkajsPublisher(options) : new KafkaPublisher(options);
   await publisher.publish([{ kind: "standard", key: "warm-up", value: "{}" }]);
   const total = rate * seconds;
   const ackMs: number[] = [];
