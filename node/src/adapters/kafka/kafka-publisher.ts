@@ -91,7 +91,7 @@ export class KafkaPublisher implements Publisher {
   }
 
   async close(): Promise<void> {
-    await Promise.all([closeNow(this.producer), ...this.retiring]);
+    await Promise.all([closeQuietly(this.producer), ...this.retiring]);
   }
 
   private newProducer(): StringProducer {
@@ -111,7 +111,7 @@ export class KafkaPublisher implements Publisher {
   private replaceProducer(): void {
     const old = this.producer;
     this.producer = this.newProducer();
-    const retired = closeNow(old).finally(() => this.retiring.delete(retired));
+    const retired = closeQuietly(old).finally(() => this.retiring.delete(retired));
     this.retiring.add(retired);
   }
 
@@ -120,9 +120,9 @@ export class KafkaPublisher implements Publisher {
   }
 }
 
-/** Closes at once, its requests under way failed (an error closing it is nobody's business). */
-const closeNow = (producer: StringProducer) =>
-  new Promise<void>((resolve) => producer.close(true, () => resolve()));
+/** Closes its connections (an error closing it is nobody's business). */
+const closeQuietly = (producer: StringProducer): Promise<void> =>
+  producer.close().catch(() => undefined);
 
 /** The broker's MESSAGE_TOO_LARGE (a record) or RECORD_LIST_TOO_LARGE (a record batch). */
 const TOO_LARGE = new Set(["MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE"]);
