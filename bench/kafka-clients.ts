@@ -11,7 +11,8 @@
  * kafkajs/kafkajs,platformatic/kafkajs,...). Reported per pair and rate
  * (medians over the runs, which alternate the pairs' order): publish acknowledgement and arrival latency (sent to
  * consumed), messages per produce request, and CPU µs per message of the
- * publisher, the consumer and the broker.
+ * publisher, the consumer and the broker; messages whose publish failed and
+ * messages consumed twice.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import os from "node:os";
@@ -22,7 +23,7 @@ import { Kafka, logLevel } from "kafkajs";
 import { type KafkaOptions, KafkaPublisher } from "../node/src/adapters/kafka/kafka-publisher.js";
 import { topicName } from "../node/src/domain/envelope.js";
 import type { Publisher } from "../node/src/ports/publisher.js";
-import { KafkajsPublisher } from "./kafkajs-publisher.js";
+import { PlatformaticPublisher } from "./platformatic-publisher.js";
 import { coresBetween, cpuTicksOf, percentile, round } from "./support.js";
 
 type Client = "kafkajs" | "platformatic";
@@ -47,7 +48,7 @@ async function produce(client: Client, prefix: string, rate: number, seconds: nu
     onError: () => undefined,
   };
   const publisher: Publisher =
-    client === "kafkajs" ? new KafkajsPublisher(options) : new KafkaPublisher(options);
+    client === "kafkajs" ? new KafkaPublisher(options) : new PlatformaticPublisher(options);
   await publisher.publish([{ kind: "standard", key: "warm-up", value: "{}" }]);
   const total = rate * seconds;
   const ackMs: number[] = [];
@@ -141,16 +142,22 @@ async function consume(
 
 async function consumeRole(client: Client, topic: string, expected: number) {
   const lateMs: number[] = [];
-  let seen = 0;
+  const seen = new Set<string>();
+  let duplicates = 0;
   let done: () => void = () => undefined;
   const all = new Promise<void>((r) => {
     done = r;
   });
   const close = await consume(client, topic, (value) => {
-    const sentAt = JSON.parse(value).sent_at as number | undefined;
-    if (sentAt === undefined) return; // the publisher's warm-up
-    lateMs.push(now() - sentAt);
-    if (++seen === expected) done();
+    const envelope = JSON.parse(value) as { task_id?: string; sent_at?: number };
+    if (envelope.task_id === undefined || envelope.sent_at === undefined) return; // the warm-up
+    if (seen.has(envelope.task_id)) {
+      duplicates++;
+      return;
+    }
+    seen.add(envelope.task_id);
+    lateMs.push(now() - envelope.sent_at);
+    if (seen.size === expected) done();
   });
   process.stdout.write("ready\n");
   const cpuBefore = process.cpuUsage();
@@ -159,7 +166,7 @@ async function consumeRole(client: Client, topic: string, expected: number) {
   await close();
   lateMs.sort((a, b) => a - b);
   process.stdout.write(
-    `${JSON.stringify({ seen, arrival_p50_ms: percentile(lateMs, 50), arrival_p99_ms: percentile(lateMs, 99), cpu_us: cpu.user + cpu.system })}\n`,
+    `${JSON.stringify({ duplicates, arrival_p50_ms: percentile(lateMs, 50), arrival_p99_ms: percentile(lateMs, 99), cpu_us: cpu.user + cpu.system })}\n`,
   );
 }
 
@@ -198,6 +205,8 @@ interface Sample {
   messages_per_request: number;
   cpu_us_per_message: { publisher: number; consumer: number; broker: number; total: number };
   failed: number;
+  /** Messages consumed more than once (a client's retry writing again what was written). */
+  duplicates: number;
 }
 
 async function measure(pair: string, rate: number, seconds: number, run: number): Promise<Sample> {
@@ -262,6 +271,7 @@ async function measure(pair: string, rate: number, seconds: number, run: number)
       messages_per_request: round(produced.sent / produced.requests),
       cpu_us_per_message: { ...cpu, total: round(cpu.publisher + cpu.consumer + cpu.broker) },
       failed: produced.failed,
+      duplicates: consumed.duplicates,
     };
   } finally {
     await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
@@ -293,6 +303,7 @@ function medianOf(samples: Sample[]): Sample {
       total: m((s) => s.cpu_us_per_message.total),
     },
     failed: samples.reduce((a, s) => a + s.failed, 0),
+    duplicates: samples.reduce((a, s) => a + s.duplicates, 0),
   };
 }
 

@@ -91,6 +91,11 @@ const schema = z.object({
   kafkaPartitions: intFromEnv(1, 10_000).default(8),
   /** CF_KAFKA_REPLICATION_FACTOR: replicas of each topic Chronofence creates. */
   kafkaReplicationFactor: intFromEnv(1, 16).default(1),
+  /**
+   * CF_KAFKA_CONSUMER: the workers' Kafka client, kafkajs (the default) or platformatic
+   * (@platformatic/kafka: lower latency; not yet run through the kafkajs failure tests).
+   */
+  kafkaConsumer: z.enum(["kafkajs", "platformatic"]).default("kafkajs"),
   /** CF_NODE_ID: this process in leases (default: host-pid-random, set in the composition root). */
   nodeId: z
     .string()
@@ -322,6 +327,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   topicPrefix: "CF_TOPIC_PREFIX",
   kafkaPartitions: "CF_KAFKA_PARTITIONS",
   kafkaReplicationFactor: "CF_KAFKA_REPLICATION_FACTOR",
+  kafkaConsumer: "CF_KAFKA_CONSUMER",
   nodeId: "CF_NODE_ID",
   leaseTtlMs: "CF_LEASE_TTL_MS",
   leaseHeartbeatMs: "CF_LEASE_HEARTBEAT_MS",

@@ -11,6 +11,7 @@
  */
 import { KafkaPublisher } from "../adapters/kafka/kafka-publisher.js";
 import { KafkaTaskConsumer } from "../adapters/kafka/kafka-task-consumer.js";
+import { PlatformaticTaskConsumer } from "../adapters/kafka/platformatic-task-consumer.js";
 import { createPgPool, type PgPool } from "../adapters/pg/pool.js";
 import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
 import { createRedis, RedisHotTier } from "../adapters/redis/hot-tier.js";
@@ -165,7 +166,7 @@ export function kafkaTransport(config: Config): Transport {
         onError,
       }),
     consumer: (options) =>
-      new KafkaTaskConsumer({
+      new (config.kafkaConsumer === "platformatic" ? PlatformaticTaskConsumer : KafkaTaskConsumer)({
         brokers,
         clientId: options.clientId,
         topicPrefix: config.topicPrefix,

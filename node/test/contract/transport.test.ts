@@ -1,6 +1,6 @@
 /**
  * The transport contract, against the running Kafka broker (its own topic
- * prefix), the in-process transport, and direct mode's mix of the two (two
+ * prefix; the workers' consumer through either client), the in-process transport, and direct mode's mix of the two (two
  * queues in process, two on Kafka).
  */
 import { Kafka, logLevel } from "kafkajs";
@@ -12,7 +12,9 @@ import { kafkaTransport } from "../../src/main/role-connections.js";
 import { newTopicPrefix, requireKafka, TEST_KAFKA_BROKERS } from "../integration/support/kafka.js";
 import { type TransportSubject, transportContract } from "./transport.contract.js";
 
-async function kafkaSubject(): Promise<TransportSubject> {
+async function kafkaSubject(
+  kafkaConsumer: "kafkajs" | "platformatic" = "kafkajs",
+): Promise<TransportSubject> {
   await requireKafka();
   const topicPrefix = newTopicPrefix("contract");
   const config = resolveConfig(
@@ -23,6 +25,7 @@ async function kafkaSubject(): Promise<TransportSubject> {
       kafkaPartitions: 2,
       workerCommitIntervalMs: 100,
       workerSessionTimeoutMs: 6000,
+      kafkaConsumer,
     },
   );
   return {
@@ -48,7 +51,11 @@ async function kafkaSubject(): Promise<TransportSubject> {
   };
 }
 
-transportContract("kafka", kafkaSubject);
+transportContract("kafka", () => kafkaSubject());
+
+transportContract("kafka, consumed through @platformatic/kafka", () =>
+  kafkaSubject("platformatic"),
+);
 
 transportContract("in process", async () => ({
   transport: new MemoryTransport(),
