@@ -35,8 +35,8 @@ import { type Consumer, type ConsumerRunConfig, Kafka, logLevel } from "kafkajs"
 import { withTimeout } from "../../app/shared/with-timeout.js";
 import { type TopicKind, topicName } from "../../domain/envelope.js";
 import type { MessageHandler, QueueConsumer } from "../../ports/transport.js";
+import { Handouts } from "./handouts.js";
 import { MembershipWatch, membershipIn } from "./membership-watch.js";
-import { OffsetWatermarks } from "./offset-watermarks.js";
 
 /** The consumer group of a queue's workers (consumer-lag.ts reads its offsets too). */
 export const workerGroupOf = (topicPrefix: string, kind: TopicKind): string =>
@@ -83,10 +83,7 @@ const REJOIN_ERRORS = new Set([
 export class KafkaTaskConsumer implements QueueConsumer {
   private readonly consumer: Consumer;
   private readonly topic: string;
-  private readonly watermarks = new OffsetWatermarks();
-  private inFlight = 0;
-  /** Of `inFlight`, those whose handler said they wait. */
-  private waiting = 0;
+  private readonly handouts: Handouts;
   private roomWaiters: Array<() => void> = [];
   private stopping = false;
   private commitTimer: NodeJS.Timeout | undefined;
@@ -108,6 +105,7 @@ export class KafkaTaskConsumer implements QueueConsumer {
 
   constructor(private readonly options: TaskConsumerOptions) {
     this.topic = topicName(options.topicPrefix, options.kind);
+    this.handouts = new Handouts(options, () => this.wakeRoom());
     // Checked every session timeout: "gone" twice in a row is enough, whatever the timers' jitter.
     this.membership = new MembershipWatch(
       2 * options.sessionTimeoutMs,
@@ -150,7 +148,7 @@ export class KafkaTaskConsumer implements QueueConsumer {
     this.consumer.on(this.consumer.events.HEARTBEAT, () => this.membership.member(Date.now()));
     this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
       // A new generation starts from the committed offsets: what was handed out before is re-delivered.
-      this.watermarks.reset();
+      this.handouts.watermarks.reset();
       this.memberId = event.payload.memberId;
       this.membership.member(Date.now());
       this.running = true;
@@ -195,7 +193,13 @@ export class KafkaTaskConsumer implements QueueConsumer {
             await this.room(() => rebalancing || this.rejoining);
             // A revoked partition's messages belong to another member now.
             if (rebalancing || this.rejoining || this.stopping || !isRunning() || isStale()) return;
-            this.hand(handle, batch.partition, message.offset, message.value);
+            // A tombstone (no value) is not an envelope: the handler skips it as malformed.
+            this.handouts.hand(
+              handle,
+              batch.partition,
+              message.offset,
+              message.value?.toString("utf8") ?? "",
+            );
             resolveOffset(message.offset);
           }
         } finally {
@@ -229,7 +233,8 @@ export class KafkaTaskConsumer implements QueueConsumer {
     this.wakeRoom();
     try {
       await new Promise<void>((resolve) => {
-        const check = () => (this.inFlight === 0 ? resolve() : this.roomWaiters.push(check));
+        const check = () =>
+          this.handouts.inFlight === 0 ? resolve() : this.roomWaiters.push(check);
         check();
       });
       // kafkajs retries a commit for minutes while the broker is away; the messages come back instead.
@@ -268,45 +273,12 @@ export class KafkaTaskConsumer implements QueueConsumer {
     }, delay);
   }
 
-  private hand(handle: MessageHandler, partition: number, offset: string, value: Buffer | null) {
-    const handout = this.watermarks.begin(partition, offset);
-    this.inFlight++;
-    let waits = false;
-    const delivery = {
-      waiting: (isWaiting: boolean) => {
-        if (isWaiting === waits) return;
-        waits = isWaiting;
-        this.waiting += isWaiting ? 1 : -1;
-        if (!isWaiting) return;
-        this.wakeRoom(); // its slot in maxInFlight is free for the fetch
-      },
-    };
-    // A tombstone (no value) is not an envelope: the handler skips it as malformed.
-    void handle(value?.toString("utf8") ?? "", delivery)
-      .then((durable) => {
-        if (durable) this.watermarks.done(handout);
-      })
-      .finally(() => {
-        delivery.waiting(false);
-        this.inFlight--;
-        this.wakeRoom();
-      });
-  }
-
   /**
-   * Waits while `maxInFlight` messages are unfinished and not waiting, or
-   * `maxWaiting` are waiting, or `maxRetained` are held behind an unfinished
-   * one (a long task holds its partition's commit point; what finished after
-   * it is kept until it does): the fetch goes no further ahead.
+   * Waits while there is no room for another message (Handouts.hasRoom):
+   * the fetch goes no further ahead.
    */
   private async room(giveUp: () => boolean): Promise<void> {
-    while (
-      (this.inFlight - this.waiting >= this.options.maxInFlight ||
-        this.waiting >= (this.options.maxWaiting ?? Number.POSITIVE_INFINITY) ||
-        this.watermarks.retained >= this.options.maxRetained) &&
-      !this.stopping &&
-      !giveUp()
-    ) {
+    while (!this.handouts.hasRoom() && !this.stopping && !giveUp()) {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
   }
@@ -320,13 +292,13 @@ export class KafkaTaskConsumer implements QueueConsumer {
   /** One commit at a time; a failed one (a rebalance, a broker away) is tried again next time. */
   private commit(): Promise<void> {
     this.committing = this.committing.then(async () => {
-      const commits = this.watermarks.pending();
+      const commits = this.handouts.watermarks.pending();
       if (commits.length === 0 || !this.running) return;
       try {
         await this.consumer.commitOffsets(
           commits.map((c) => ({ topic: this.topic, partition: c.partition, offset: c.offset })),
         );
-        this.watermarks.committed(commits);
+        this.handouts.watermarks.committed(commits);
       } catch (error) {
         this.options.onError(error);
       }

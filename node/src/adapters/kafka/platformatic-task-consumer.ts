@@ -27,8 +27,8 @@ import {
 import { withTimeout } from "../../app/shared/with-timeout.js";
 import { topicName } from "../../domain/envelope.js";
 import type { MessageHandler, QueueConsumer } from "../../ports/transport.js";
+import { Handouts } from "./handouts.js";
 import { type TaskConsumerOptions, workerGroupOf } from "./kafka-task-consumer.js";
-import { OffsetWatermarks } from "./offset-watermarks.js";
 
 type Strings = Consumer<string, string, string, string>;
 type StringStream = MessagesStream<string, string, string, string>;
@@ -39,10 +39,8 @@ const RESTART_DELAY_MS = { first: 500, max: 10_000 };
 export class PlatformaticTaskConsumer implements QueueConsumer {
   private readonly consumer: Strings;
   private readonly topic: string;
-  private readonly watermarks = new OffsetWatermarks();
+  private readonly handouts: Handouts;
   private stream: StringStream | undefined;
-  private inFlight = 0;
-  private waiting = 0;
   private finishedWaiters: Array<() => void> = [];
   private stopping = false;
   private running = false;
@@ -53,6 +51,7 @@ export class PlatformaticTaskConsumer implements QueueConsumer {
 
   constructor(private readonly options: TaskConsumerOptions) {
     this.topic = topicName(options.topicPrefix, options.kind);
+    this.handouts = new Handouts(options, () => this.changed());
     this.consumer = new Consumer({
       groupId: workerGroupOf(options.topicPrefix, options.kind),
       clientId: options.clientId,
@@ -70,7 +69,7 @@ export class PlatformaticTaskConsumer implements QueueConsumer {
     });
     this.consumer.on("consumer:group:join", () => {
       // A new generation starts from the committed offsets: what was handed out before is re-delivered.
-      this.watermarks.reset();
+      this.handouts.watermarks.reset();
       this.setRunning(true);
       this.restartDelayMs = RESTART_DELAY_MS.first;
     });
@@ -94,7 +93,8 @@ export class PlatformaticTaskConsumer implements QueueConsumer {
     this.stream?.pause();
     try {
       await new Promise<void>((resolve) => {
-        const check = () => (this.inFlight === 0 ? resolve() : this.finishedWaiters.push(check));
+        const check = () =>
+          this.handouts.inFlight === 0 ? resolve() : this.finishedWaiters.push(check);
         check();
       });
       await withTimeout(this.commit(), FINAL_COMMIT_TIMEOUT_MS);
@@ -116,8 +116,8 @@ export class PlatformaticTaskConsumer implements QueueConsumer {
     this.stream = stream;
     stream.on("data", (message) => {
       // A tombstone (no value) is not an envelope: the handler skips it as malformed.
-      this.hand(handle, message.partition, message.offset.toString(), message.value ?? "");
-      if (!this.hasRoom()) stream.pause();
+      this.handouts.hand(handle, message.partition, message.offset.toString(), message.value ?? "");
+      if (!this.handouts.hasRoom()) stream.pause();
     });
     stream.once("error", (error: unknown) => {
       this.options.onError(error);
@@ -145,49 +145,19 @@ export class PlatformaticTaskConsumer implements QueueConsumer {
     }, delay);
   }
 
-  private hand(handle: MessageHandler, partition: number, offset: string, value: string) {
-    const handout = this.watermarks.begin(partition, offset);
-    this.inFlight++;
-    let waits = false;
-    const delivery = {
-      waiting: (isWaiting: boolean) => {
-        if (isWaiting === waits) return;
-        waits = isWaiting;
-        this.waiting += isWaiting ? 1 : -1;
-        if (isWaiting) this.resumeIfRoom(); // its slot in maxInFlight is free for the fetch
-      },
-    };
-    void handle(value, delivery)
-      .then((durable) => {
-        if (durable) this.watermarks.done(handout);
-      })
-      .finally(() => {
-        delivery.waiting(false);
-        this.inFlight--;
-        const waiters = this.finishedWaiters;
-        this.finishedWaiters = [];
-        for (const wake of waiters) wake();
-        this.resumeIfRoom();
-      });
-  }
-
-  private hasRoom(): boolean {
-    return (
-      this.inFlight - this.waiting < this.options.maxInFlight &&
-      this.waiting < (this.options.maxWaiting ?? Number.POSITIVE_INFINITY) &&
-      this.watermarks.retained < this.options.maxRetained
-    );
-  }
-
-  private resumeIfRoom(): void {
+  /** Room may have opened: wake stop()'s wait, resume a paused stream. */
+  private changed(): void {
+    const waiters = this.finishedWaiters;
+    this.finishedWaiters = [];
+    for (const wake of waiters) wake();
     const stream = this.stream;
-    if (stream && !this.stopping && stream.isPaused() && this.hasRoom()) stream.resume();
+    if (stream && !this.stopping && stream.isPaused() && this.handouts.hasRoom()) stream.resume();
   }
 
   /** One commit at a time; a failed one (a rebalance, a broker away) is tried again next time. */
   private commit(): Promise<void> {
     this.committing = this.committing.then(async () => {
-      const commits = this.watermarks.pending();
+      const commits = this.handouts.watermarks.pending();
       if (commits.length === 0 || !this.running) return;
       try {
         await this.consumer.commit({
@@ -198,7 +168,7 @@ export class PlatformaticTaskConsumer implements QueueConsumer {
             leaderEpoch: -1,
           })),
         });
-        this.watermarks.committed(commits);
+        this.handouts.watermarks.committed(commits);
       } catch (error) {
         this.options.onError(error);
       }
