@@ -91,10 +91,7 @@ const schema = z.object({
   kafkaPartitions: intFromEnv(1, 10_000).default(8),
   /** CF_KAFKA_REPLICATION_FACTOR: replicas of each topic Chronofence creates. */
   kafkaReplicationFactor: intFromEnv(1, 16).default(1),
-  /**
-   * CF_KAFKA_CONSUMER: the workers' Kafka client, kafkajs (the default) or platformatic
-   * (@platformatic/kafka: lower latency; not yet run through the kafkajs failure tests).
-   */
+  /** CF_KAFKA_CONSUMER: the workers' Kafka client (platformatic: opt-in, docs/operations.md). */
   kafkaConsumer: z.enum(["kafkajs", "platformatic"]).default("kafkajs"),
   /** CF_NODE_ID: this process in leases (default: host-pid-random, set in the composition root). */
   nodeId: z
@@ -453,53 +450,3 @@ export function resolveConfig(
 }
 
 export const horizonMsOf = (config: Config): number => config.horizonDays * DAY_MS;
-
-/** The parts `chronofence dev` embeds: each one whose service variable is unset or empty. */
-export interface EmbeddedParts {
-  /** PGlite in the data directory, instead of DATABASE_URL. */
-  postgres: boolean;
-  /** The in-process hot tier, instead of REDIS_URL. */
-  hotTier: boolean;
-  /** The in-process transport, instead of KAFKA_BROKERS. */
-  transport: boolean;
-}
-
-const unset = (value: string | undefined): boolean => value === undefined || value === "";
-
-export function embeddedPartsOf(env: Readonly<Record<string, string | undefined>>): EmbeddedParts {
-  return {
-    postgres: unset(env[ENV_NAMES.databaseUrl]),
-    hotTier: unset(env[ENV_NAMES.redisUrl]),
-    transport: unset(env[ENV_NAMES.kafkaBrokers]),
-  };
-}
-
-/**
- * What `chronofence dev` changes of the defaults, each only while its own
- * variable is unset: it listens on the loopback interface only (it prints
- * a key anyway), its other listeners take free ports (a second dev on
- * another --port must not collide on /metrics), it logs warnings only (its
- * banner stays readable), and on the in-process transport — which loses
- * what it holds with the process — an ARMED task nobody started is re-armed
- * after 30 s rather than 5 min. On the embedded Postgres, tasks may be due
- * up to 30 days ahead and partitions are kept 7 days: each day is a
- * partition, and PGlite creates and plans across hundreds of them slowly
- * (a year's 398 took 40 s to create on a loaded 2-core machine, and every
- * statement not pruned by run_at paid for them; docs/operations.md).
- */
-export function devDefaultsOf(
-  env: Readonly<Record<string, string | undefined>>,
-  parts: EmbeddedParts,
-): Partial<Config> {
-  const defaults: Partial<Config> = {
-    host: "127.0.0.1",
-    metricsPort: 0,
-    workerMetricsPort: 0,
-    logLevel: "warn",
-    ...(parts.transport && { dispatchTimeoutMs: 30_000 }),
-    ...(parts.postgres && { horizonDays: 30, retentionDays: 7 }),
-  };
-  return Object.fromEntries(
-    Object.entries(defaults).filter(([key]) => unset(env[ENV_NAMES[key as keyof Config]])),
-  );
-}

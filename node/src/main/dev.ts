@@ -41,13 +41,8 @@ import {
   type EmbeddedPostgres,
   openEmbeddedPostgres,
 } from "../adapters/pglite/embedded-postgres.js";
-import {
-  type Config,
-  devDefaultsOf,
-  type EmbeddedParts,
-  embeddedPartsOf,
-  resolveConfig,
-} from "../config/config.js";
+import { type Config, resolveConfig } from "../config/config.js";
+import { devDefaultsOf, type EmbeddedParts, embeddedPartsOf } from "../config/dev-defaults.js";
 import { DEFAULT_KEY_SCOPES } from "../domain/api-keys.js";
 import type { Clock } from "../ports/clock.js";
 import { startApi } from "./api.js";
