@@ -37,6 +37,21 @@ export interface Delivery {
   waiting(isWaiting: boolean): void;
 }
 
+/**
+ * A Delivery that reports each change of its message's waiting state once
+ * (+1 on starting to wait, -1 on stopping); saying the same twice is nothing.
+ */
+export function countedDelivery(counted: (change: 1 | -1) => void): Delivery {
+  let waits = false;
+  return {
+    waiting(isWaiting: boolean) {
+      if (isWaiting === waits) return;
+      waits = isWaiting;
+      counted(isWaiting ? 1 : -1);
+    },
+  };
+}
+
 export interface QueueConsumer {
   /** Resolves once the consumer receives messages (Kafka: joined its group). */
   start(handle: MessageHandler): Promise<void>;

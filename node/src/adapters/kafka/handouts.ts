@@ -5,7 +5,7 @@
  * and their offsets (`watermarks`: a prefix whose outcome is durable may be
  * committed). `changed` is called whenever room may have opened.
  */
-import type { MessageHandler } from "../../ports/transport.js";
+import { countedDelivery, type MessageHandler } from "../../ports/transport.js";
 import { OffsetWatermarks } from "./offset-watermarks.js";
 
 export interface HandoutLimits {
@@ -46,15 +46,10 @@ export class Handouts {
   hand(handle: MessageHandler, partition: number, offset: string, value: string): void {
     const handout = this.watermarks.begin(partition, offset);
     this.unfinished++;
-    let waits = false;
-    const delivery = {
-      waiting: (isWaiting: boolean) => {
-        if (isWaiting === waits) return;
-        waits = isWaiting;
-        this.waiting += isWaiting ? 1 : -1;
-        if (isWaiting) this.changed(); // its slot in maxInFlight is free for the fetch
-      },
-    };
+    const delivery = countedDelivery((change) => {
+      this.waiting += change;
+      if (change > 0) this.changed(); // its slot in maxInFlight is free for the fetch
+    });
     void handle(value, delivery)
       .then((durable) => {
         if (durable) this.watermarks.done(handout);

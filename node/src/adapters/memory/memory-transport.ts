@@ -25,11 +25,12 @@
  */
 import type { TopicKind } from "../../domain/envelope.js";
 import type { OutboundMessage, Publisher } from "../../ports/publisher.js";
-import type {
-  ConsumerOptions,
-  MessageHandler,
-  QueueConsumer,
-  Transport,
+import {
+  type ConsumerOptions,
+  countedDelivery,
+  type MessageHandler,
+  type QueueConsumer,
+  type Transport,
 } from "../../ports/transport.js";
 
 class MemoryQueue {
@@ -112,15 +113,10 @@ class MemoryQueueConsumer implements QueueConsumer {
       const value = this.queue.take();
       if (value === undefined) return;
       this.inFlight++;
-      let waits = false;
-      const delivery = {
-        waiting: (isWaiting: boolean) => {
-          if (isWaiting === waits) return;
-          waits = isWaiting;
-          this.waiting += isWaiting ? 1 : -1;
-          if (isWaiting) queueMicrotask(() => this.pump()); // its slot is free for the next
-        },
-      };
+      const delivery = countedDelivery((change) => {
+        this.waiting += change;
+        if (change > 0) queueMicrotask(() => this.pump()); // its slot is free for the next
+      });
       void handle(value, delivery)
         .catch((error: unknown) => {
           this.options.onError(error); // the contract says never; keep the message if it does
