@@ -64,77 +64,64 @@
  * - Linear memory grows by an eighth when the pool runs out, so a live timer
  *   costs 16 bytes (table and entry) plus at most an eighth, about 18 bytes.
  */
-
-const LEVELS: u32 = 6;
-const SLOT_BITS: u64 = 6;
-const SLOTS_PER_LEVEL: u32 = 64;
-const HORIZON_TICKS: u64 = 1 << 36;
-const SLOT_LISTS: u32 = LEVELS * SLOTS_PER_LEVEL;
-const READY: u32 = SLOT_LISTS;
-const OVERFLOW: u32 = SLOT_LISTS + 1;
-const LIST_COUNT: u32 = SLOT_LISTS + 2;
-const NO_TIMER: u32 = 0; // index 0 is never handed out: a zero entry is a tombstone
-const FIRST_TIMER: u32 = 1;
-
-// A handle is generation * 2^28 + index: 28 index bits (more timers than 4 GiB
-// of memory can hold) leave 25 generation bits below 2^53. A stale handle could
-// only match again after its index was reused 2^24 times, and the FIFO free
-// list spreads reuse over every free index, so that takes billions of reuses.
-const INDEX_BITS: u64 = 28;
-const MAX_TIMERS: u32 = 1 << 28;
-const GENERATION_MASK: u32 = (1 << 25) - 1;
-const INDEX_SPAN: f64 = 268435456.0; // 2^28
-
-// A table word: the entry's address in words (low half; 4 GiB / 8 fits) and the
-// generation (high half). Each half is written on its own, without reading the
-// other: a cascade only stores the new address, so the CPU never waits on it.
-// The due tick's bits kept in an entry: a level-5 slot spans 2^30 ticks.
-const DUE_LOW_MASK: u64 = (1 << 30) - 1;
-
-// A block's first word links the chain: next block, then previous block with the
-// list's number in its low bits (blocks are 512-byte aligned), which is how
-// cancel() finds the list of an entry.
-const BLOCK_BYTES: u32 = 512;
-const BLOCK_ENTRIES: u32 = BLOCK_BYTES / 8 - 1;
-const BLOCK_LIST_MASK: u32 = BLOCK_BYTES - 1;
-const OVERFLOW_BLOCK_WORDS: u32 = BLOCK_ENTRIES - 1; // whole (index, due) pairs only
-const TABLE_BLOCK_BITS: u32 = 13;
-const TABLE_BLOCK_TIMERS: u32 = 1 << TABLE_BLOCK_BITS;
-const TABLE_BLOCK_BYTES: u32 = TABLE_BLOCK_TIMERS * 8;
-// Emptying a slot frees its blocks as it goes, but every list it feeds may
-// start a new block on the way: blocks in use never exceed those at the last
-// schedule by more than one partial block per list (and the ready list's head
-// and the chain being emptied), so with this many to hand when a schedule
-// returns, advance() never needs memory it could fail to get.
-const RESERVE_BLOCKS: u32 = LIST_COUNT + 8;
-const IO_CAPACITY: u32 = 4096;
-const PAGE_BYTES: u64 = 65536;
-const MAX_MEMORY_BYTES: u64 = 1 << 32;
-
-// List header: head block, tail block, entries used in the tail block, entries
-// consumed in the head block (the ready list only), live entries.
-const LIST_HEADER_BYTES: u32 = 32;
-
-// Fixed regions at the start of the heap, then the pool of blocks.
-const occupancyPtr: usize = (__heap_base + 63) & ~(<usize>63);
-const inputPtr: usize = occupancyPtr + <usize>LEVELS * 8;
-const outputPtr: usize = inputPtr + <usize>IO_CAPACITY * 8;
-const listsPtr: usize = outputPtr + <usize>IO_CAPACITY * 8;
-const directoryPtr: usize = listsPtr + <usize>(LIST_COUNT * LIST_HEADER_BYTES);
-const poolBase: usize =
-  (directoryPtr + <usize>((MAX_TIMERS >> TABLE_BLOCK_BITS) * 4) + <usize>BLOCK_LIST_MASK) &
-  ~(<usize>BLOCK_LIST_MASK);
-
-let memoryEnd: u64 = 0;
-let poolTop: usize = 0; // blocks above this have never been used
-let freeBlockHead: usize = 0;
-let freeBlockCount: u32 = 0;
+import {
+  LEVELS,
+  SLOT_BITS,
+  SLOTS_PER_LEVEL,
+  HORIZON_TICKS,
+  READY,
+  OVERFLOW,
+  NO_TIMER,
+  INDEX_BITS,
+  GENERATION_MASK,
+  DUE_LOW_MASK,
+  BLOCK_ENTRIES,
+  IO_CAPACITY,
+  occupancyPtr,
+  inputPtr,
+  outputPtr,
+  poolBase,
+  entryAt,
+} from "./layout";
+import {
+  header,
+  headOf,
+  tailOf,
+  tailUsedOf,
+  headConsumedOf,
+  lengthOf,
+  setList,
+  setLength,
+  clearList,
+  nextBlock,
+  listOfEntry,
+  wordsPerEntry,
+  blockWords,
+  appendSlot,
+  removeEntry,
+  occupancy,
+  setOccupancy,
+} from "./lists";
+import {
+  freeBlock,
+  ensureReserve,
+  resetPool,
+} from "./pool";
+import {
+  tableSlot,
+  generationOf,
+  entryOf,
+  handleOf,
+  locate,
+  allocateTimer,
+  releaseTimer,
+  touchTable,
+  resetTable,
+  liveTimers,
+  everUsed,
+} from "./table";
 
 let elapsed: u64 = 0;
-let liveCount: u32 = 0;
-let highWater: u32 = FIRST_TIMER;
-let freeHead: u32 = NO_TIMER; // FIFO: released at the tail, reused from the head
-let freeTail: u32 = NO_TIMER;
 let readyTombstones: u32 = 0;
 let overflowMin: u64 = U64.MAX_VALUE; // a lower bound: not raised when the minimum is cancelled
 
@@ -142,236 +129,6 @@ let overflowMin: u64 = U64.MAX_VALUE; // a lower bound: not raised when the mini
 let nextLevel: u32 = 0;
 let nextSlot: u32 = 0;
 let nextDeadline: u64 = 0;
-
-// ---- memory ---------------------------------------------------------------
-
-/** Grows linear memory to hold `endPtr` bytes, by at least an eighth; 64-bit arithmetic, as 4 GiB does not fit a usize. */
-function ensureBytes(endPtr: u64): bool {
-  if (endPtr <= memoryEnd) return true;
-  if (endPtr > MAX_MEMORY_BYTES) return false;
-  const needed = <i32>((endPtr - memoryEnd + PAGE_BYTES - 1) / PAGE_BYTES);
-  let pages = <i32>(<u64>memory.size() / 8);
-  if (pages < needed) pages = needed;
-  if (memory.grow(pages) < 0 && memory.grow(needed) < 0) return false;
-  memoryEnd = <u64>memory.size() * PAGE_BYTES;
-  return true;
-}
-
-function allocateBlock(): usize {
-  if (freeBlockHead != 0) {
-    const block = freeBlockHead;
-    freeBlockHead = load<u32>(block);
-    freeBlockCount--;
-    return block;
-  }
-  if (!ensureBytes(<u64>poolTop + BLOCK_BYTES)) unreachable(); // the reserve rules this out
-  const block = poolTop;
-  poolTop += BLOCK_BYTES;
-  return block;
-}
-
-function freeBlock(block: usize): void {
-  store<u32>(block, <u32>freeBlockHead);
-  freeBlockHead = block;
-  freeBlockCount++;
-}
-
-/** Makes sure RESERVE_BLOCKS blocks are to hand (free or inside memory), growing memory if not. */
-function ensureReserve(): bool {
-  const spare = <u64>freeBlockCount + (memoryEnd - <u64>poolTop) / BLOCK_BYTES;
-  if (spare >= <u64>RESERVE_BLOCKS) return true;
-  return ensureBytes(<u64>poolTop + (<u64>RESERVE_BLOCKS - <u64>freeBlockCount) * BLOCK_BYTES);
-}
-
-// ---- the timer table ------------------------------------------------------------
-
-@inline function tableSlot(i: u32): usize {
-  return <usize>load<u32>(directoryPtr + (<usize>(i >> TABLE_BLOCK_BITS) << 2)) +
-    (<usize>(i & (TABLE_BLOCK_TIMERS - 1)) << 3);
-}
-@inline function generationOf(i: u32): u32 {
-  return load<u32>(tableSlot(i), 4);
-}
-@inline function entryOf(i: u32): usize {
-  return <usize>load<u32>(tableSlot(i)) << 3;
-}
-@inline function handleOf(i: u32, generation: u32): f64 {
-  return <f64>generation * INDEX_SPAN + <f64>i;
-}
-/** Records where timer `i` (live) now is. */
-@inline function locate(i: u32, entry: usize): void {
-  store<u32>(tableSlot(i), <u32>(entry >> 3));
-}
-
-/** A free index with its generation made odd (live); NO_TIMER when memory is exhausted. */
-function allocateTimer(): u32 {
-  let i = freeHead;
-  if (i != NO_TIMER) {
-    freeHead = load<u32>(tableSlot(i)); // a free word's low half links the free list
-    if (freeHead == NO_TIMER) freeTail = NO_TIMER;
-  } else {
-    if (highWater == MAX_TIMERS) return NO_TIMER;
-    if ((highWater & (TABLE_BLOCK_TIMERS - 1)) == 0 && !addTableBlock(highWater)) return NO_TIMER;
-    i = highWater++;
-  }
-  liveCount++;
-  return i;
-}
-
-/** Table blocks come from the top of the pool and are never freed: the table only grows. */
-function addTableBlock(first: u32): bool {
-  if (!ensureBytes(<u64>poolTop + TABLE_BLOCK_BYTES)) return false;
-  memory.fill(poolTop, 0, TABLE_BLOCK_BYTES);
-  store<u32>(directoryPtr + (<usize>(first >> TABLE_BLOCK_BITS) << 2), <u32>poolTop);
-  poolTop += TABLE_BLOCK_BYTES;
-  return true;
-}
-
-/** Ends timer `i`: its generation goes even (free) and it joins the tail of the free list. */
-function releaseTimer(i: u32, generation: u32): void {
-  store<u64>(tableSlot(i), (<u64>((generation + 1) & GENERATION_MASK)) << 32);
-  // A plain store, not read-modify-write: reading the last released word would
-  // make each release wait for the previous one's cache miss.
-  if (freeTail == NO_TIMER) freeHead = i;
-  else store<u32>(tableSlot(freeTail), i);
-  freeTail = i;
-  liveCount--;
-}
-
-/**
- * Reads the table words of a block's entries before they are worked on. The
- * loads are independent, so their cache misses overlap (wasm has no prefetch
- * instruction); the work that follows then finds the words in cache. The sum
- * only keeps the loads from being dropped.
- */
-let touchedSum: u32 = 0;
-@inline function touchTable(block: usize, from: u32, used: u32, words: u32): void {
-  let sum: u32 = 0;
-  for (let k = from; k < used; k += words) {
-    sum += load<u32>(tableSlot(<u32>load<u64>(entryAt(block, k))), 4);
-  }
-  touchedSum += sum;
-}
-
-// ---- lists ----------------------------------------------------------------------
-
-@inline function header(list: u32): usize {
-  return listsPtr + <usize>(list * LIST_HEADER_BYTES);
-}
-@inline function headOf(h: usize): usize {
-  return <usize>load<u32>(h, 0);
-}
-@inline function tailOf(h: usize): usize {
-  return <usize>load<u32>(h, 4);
-}
-@inline function tailUsedOf(h: usize): u32 {
-  return load<u32>(h, 8);
-}
-@inline function headConsumedOf(h: usize): u32 {
-  return load<u32>(h, 12);
-}
-@inline function lengthOf(h: usize): u32 {
-  return load<u32>(h, 16);
-}
-@inline function setList(h: usize, head: usize, tail: usize, tailUsed: u32, consumed: u32): void {
-  store<u32>(h, <u32>head, 0);
-  store<u32>(h, <u32>tail, 4);
-  store<u32>(h, tailUsed, 8);
-  store<u32>(h, consumed, 12);
-}
-@inline function setLength(h: usize, length: u32): void {
-  store<u32>(h, length, 16);
-}
-@inline function clearList(h: usize): void {
-  setList(h, 0, 0, 0, 0);
-  setLength(h, 0);
-}
-@inline function nextBlock(block: usize): usize {
-  return <usize>load<u32>(block, 0);
-}
-@inline function prevBlock(block: usize): usize {
-  return <usize>(load<u32>(block, 4) & ~BLOCK_LIST_MASK);
-}
-@inline function listOfEntry(entry: usize): u32 {
-  return load<u32>(entry & ~(<usize>BLOCK_LIST_MASK), 4) & BLOCK_LIST_MASK;
-}
-@inline function entryAt(block: usize, k: u32): usize {
-  return block + 8 + (<usize>k << 3);
-}
-@inline function wordsPerEntry(list: u32): u32 {
-  return list == OVERFLOW ? 2 : 1;
-}
-@inline function blockWords(list: u32): u32 {
-  return list == OVERFLOW ? OVERFLOW_BLOCK_WORDS : BLOCK_ENTRIES;
-}
-
-/** Appends a slot for one entry to `list` and returns its address (the reserve guarantees a block). */
-@inline function appendSlot(list: u32): usize {
-  const h = header(list);
-  const tail = tailOf(h);
-  const used = tailUsedOf(h);
-  const words = wordsPerEntry(list);
-  if (tail == 0 || used + words > blockWords(list)) return appendBlock(list);
-  store<u32>(h, used + words, 8);
-  setLength(h, lengthOf(h) + 1);
-  return entryAt(tail, used);
-}
-
-/** appendSlot's slow path: the entry starts a new tail block. */
-function appendBlock(list: u32): usize {
-  const h = header(list);
-  const tail = tailOf(h);
-  const block = allocateBlock();
-  store<u32>(block, 0, 0);
-  store<u32>(block, <u32>tail | list, 4);
-  if (tail == 0) store<u32>(h, <u32>block, 0);
-  else store<u32>(tail, <u32>block, 0);
-  store<u32>(h, <u32>block, 4);
-  store<u32>(h, wordsPerEntry(list), 8);
-  setLength(h, lengthOf(h) + 1);
-  return entryAt(block, 0);
-}
-
-/** Swap-remove: the list's last entry fills the hole at `entry`; an emptied tail block goes back to the pool. */
-function removeEntry(list: u32, entry: usize): void {
-  const h = header(list);
-  let tail = tailOf(h);
-  const words = wordsPerEntry(list);
-  let used = tailUsedOf(h) - words;
-  const last = entryAt(tail, used);
-  if (last != entry) {
-    const word = load<u64>(last);
-    store<u64>(entry, word);
-    if (words == 2) store<u64>(entry, load<u64>(last, 8), 8);
-    locate(<u32>word, entry);
-  }
-  if (used == 0) {
-    const previous = prevBlock(tail);
-    freeBlock(tail);
-    if (previous == 0) {
-      clearList(h);
-      if (list < SLOT_LISTS) clearOccupied(list);
-      return;
-    }
-    store<u32>(previous, 0, 0);
-    tail = previous;
-    used = blockWords(list);
-  }
-  store<u32>(h, <u32>tail, 4);
-  store<u32>(h, used, 8);
-  setLength(h, lengthOf(h) - 1);
-}
-
-function clearOccupied(list: u32): void {
-  const level = list >> 6;
-  setOccupancy(level, occupancy(level) & ~((<u64>1) << (list & 63)));
-}
-@inline function occupancy(level: u32): u64 {
-  return load<u64>(occupancyPtr + (<usize>level << 3));
-}
-@inline function setOccupancy(level: u32, bits: u64): void {
-  store<u64>(occupancyPtr + (<usize>level << 3), bits);
-}
 
 // ---- placement --------------------------------------------------------------
 
@@ -582,20 +339,12 @@ function compactReady(): void {
 
 /** Resets the wheel with its position at `nowTick`. Call once before anything else. */
 export function init(nowTick: f64): bool {
-  memoryEnd = <u64>memory.size() * PAGE_BYTES;
-  if (!ensureBytes(<u64>poolBase)) return false;
+  if (!resetPool()) return false;
   memory.fill(occupancyPtr, 0, poolBase - occupancyPtr);
-  poolTop = poolBase;
-  freeBlockHead = 0;
-  freeBlockCount = 0;
   elapsed = <u64>nowTick;
-  liveCount = 0;
-  highWater = FIRST_TIMER;
-  freeHead = NO_TIMER;
-  freeTail = NO_TIMER;
   readyTombstones = 0;
   overflowMin = U64.MAX_VALUE;
-  return addTableBlock(0) && ensureReserve();
+  return resetTable() && ensureReserve();
 }
 
 /** Schedules a timer due at `dueTick` (a whole, non-negative number). Returns its handle, or -1 when memory is exhausted. */
@@ -630,7 +379,7 @@ export function cancel(handle: f64): bool {
   if (<f64>bits != handle) return false; // not a whole number
   const i = <u32>(bits & ((<u64>1 << INDEX_BITS) - 1));
   const generation = <u32>(bits >> INDEX_BITS);
-  if (i < FIRST_TIMER || i >= highWater) return false;
+  if (!everUsed(i)) return false;
   if ((generation & 1) == 0 || generationOf(i) != generation) return false;
   const entry = entryOf(i);
   const list = listOfEntry(entry);
@@ -703,7 +452,7 @@ export function nextExpiry(): f64 {
 }
 
 export function size(): u32 {
-  return liveCount;
+  return liveTimers();
 }
 
 export function position(): f64 {
