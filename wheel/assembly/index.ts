@@ -102,11 +102,7 @@ import {
   occupancy,
   setOccupancy,
 } from "./lists";
-import {
-  freeBlock,
-  ensureReserve,
-  resetPool,
-} from "./pool";
+import { freeBlock, ensureReserve, resetPool } from "./pool";
 import {
   tableSlot,
   generationOf,

@@ -14,13 +14,8 @@ import {
   listsPtr,
   entryAt,
 } from "./layout";
-import {
-  allocateBlock,
-  freeBlock,
-} from "./pool";
-import {
-  locate,
-} from "./table";
+import { allocateBlock, freeBlock } from "./pool";
+import { locate } from "./table";
 
 @inline export function header(list: u32): usize {
   return listsPtr + <usize>(list * LIST_HEADER_BYTES);

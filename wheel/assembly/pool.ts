@@ -3,13 +3,7 @@
  * grows by an eighth at a time and never shrinks; a block freed by a list goes
  * on a free list and is the next one handed out.
  */
-import {
-  BLOCK_BYTES,
-  RESERVE_BLOCKS,
-  PAGE_BYTES,
-  MAX_MEMORY_BYTES,
-  poolBase,
-} from "./layout";
+import { BLOCK_BYTES, RESERVE_BLOCKS, PAGE_BYTES, MAX_MEMORY_BYTES, poolBase } from "./layout";
 
 let memoryEnd: u64 = 0;
 let poolTop: usize = 0; // blocks above this have never been used
@@ -27,7 +21,7 @@ export function resetPool(): bool {
 }
 
 /** Grows linear memory to hold `endPtr` bytes, by at least an eighth; 64-bit arithmetic, as 4 GiB does not fit a usize. */
-export function ensureBytes(endPtr: u64): bool {
+function ensureBytes(endPtr: u64): bool {
   if (endPtr <= memoryEnd) return true;
   if (endPtr > MAX_MEMORY_BYTES) return false;
   const needed = <i32>((endPtr - memoryEnd + PAGE_BYTES - 1) / PAGE_BYTES);
