@@ -100,7 +100,7 @@ describe("database roles", () => {
   it("the worker cannot read tenants, arm tasks, hold named leases or write schedules", async () => {
     for (const sql of [
       "SELECT * FROM tenants",
-      "INSERT INTO tasks SELECT * FROM tasks LIMIT 0",
+      "INSERT INTO tasks (id, run_at) SELECT id, run_at FROM tasks LIMIT 0",
       "UPDATE tasks SET dispatch_epoch = 1",
       "UPDATE leases SET epoch = 1",
       "INSERT INTO leases VALUES ('shard:0', 'me', 1, now())",
@@ -121,7 +121,7 @@ describe("database roles", () => {
       "UPDATE tasks SET lease_owner = 'me'",
       "UPDATE tasks SET completed_at = now()",
       "SELECT name FROM tenants",
-      "INSERT INTO tasks SELECT * FROM tasks LIMIT 0",
+      "INSERT INTO tasks (id, run_at) SELECT id, run_at FROM tasks LIMIT 0",
       "UPDATE schedules SET paused = true",
     ]) {
       await refused("chronofence_dispatch", sql);

@@ -54,7 +54,9 @@ describe("migrate", () => {
       for (const file of await listMigrations(migrationsDir)) {
         await writeFile(path.join(dir, path.basename(file.file)), "SELECT 1");
       }
-      const next = String((await listMigrations(migrationsDir)).length + 1).padStart(6, "0");
+      // After the highest number: the released files leave gaps (13–16).
+      const highest = Math.max(...(await listMigrations(migrationsDir)).map((f) => f.id));
+      const next = String(highest + 1).padStart(6, "0");
       await writeFile(
         path.join(dir, `${next}_broken.sql`),
         "CREATE TABLE cf_probe (x int); SELECT 1/0;",

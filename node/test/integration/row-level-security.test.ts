@@ -179,11 +179,26 @@ const privilege = (table: string, column: string, op: string) =>
     return (await c.query(sql, params)).rows[0].ok as boolean;
   });
 
+/** The columns an INSERT may name: all but the generated ones (tasks.unfinished). */
+const writableColumns = (table: string) =>
+  withPg(fixture.db.url, async (c) => {
+    const result = await c.query(
+      `SELECT attname FROM pg_attribute
+        WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = ''
+        ORDER BY attnum`,
+      [table],
+    );
+    return result.rows.map((r) => `"${r.attname}"`).join(", ");
+  });
+
 /** A copy of one of the actor's own rows, with `patch` applied: `INSERT … SELECT` under its policy. */
-const insertCopy = (table: string) =>
-  `INSERT INTO ${table} OVERRIDING SYSTEM VALUE
-   SELECT (jsonb_populate_record(NULL::${table}, to_jsonb(x) || $1::jsonb)).*
-     FROM ${table} x WHERE x.tenant_id = $2 LIMIT 1`;
+const insertCopy = async (table: string) => {
+  const columns = await writableColumns(table);
+  return `INSERT INTO ${table} (${columns}) OVERRIDING SYSTEM VALUE
+   SELECT ${columns}
+     FROM (SELECT (jsonb_populate_record(NULL::${table}, to_jsonb(x) || $1::jsonb)).*
+             FROM ${table} x WHERE x.tenant_id = $2 LIMIT 1) copy`;
+};
 
 describe("row-level security, as chronofence_api with app.tenant_id set", () => {
   let before: Record<string, unknown[]>;
@@ -215,11 +230,14 @@ describe("row-level security, as chronofence_api with app.tenant_id set", () => 
 
     // INSERT: a row in A's name is refused; the same copy in its own name is not.
     const canInsert = await privilege(table, column, "INSERT");
-    const intoA = await asTenant(b.id, insertCopy(table), [
+    const intoA = await asTenant(b.id, await insertCopy(table), [
       JSON.stringify({ ...spec.fresh(), tenant_id: a.id }),
       b.id,
     ]);
-    const intoOwn = await asTenant(b.id, insertCopy(table), [JSON.stringify(spec.fresh()), b.id]);
+    const intoOwn = await asTenant(b.id, await insertCopy(table), [
+      JSON.stringify(spec.fresh()),
+      b.id,
+    ]);
     if (canInsert) {
       expect(intoA).toEqual({ refused: "row-level security" });
       expect(intoOwn).toMatchObject({ rows: 1 });

@@ -174,7 +174,15 @@ async function completeStatement(
   return byIdAndToken(result.rows);
 }
 
-/** Plain bounds on run_at, so the planner prunes partitions of a coalesced statement. */
+/**
+ * Bounds on run_at as plain parameters, so the planner prunes the partitions
+ * of a coalesced statement: the whole UTC days of the batch's run_at (a
+ * partition each). Whole days, not the batch's own range: a filling
+ * partition's histogram ends before "now", so a range of a few recent
+ * milliseconds looked empty to the planner, which then scanned the partition
+ * for it and joined each row it found with the whole batch — three times the
+ * cost per row of one primary-key probe per row (bench/RESULTS.md, session 13).
+ */
 function runAtBounds(refs: ReadonlyArray<{ runAtMs: number }>): [string, string] {
   let min = Number.POSITIVE_INFINITY;
   let max = Number.NEGATIVE_INFINITY;
@@ -182,8 +190,13 @@ function runAtBounds(refs: ReadonlyArray<{ runAtMs: number }>): [string, string]
     if (r.runAtMs < min) min = r.runAtMs;
     if (r.runAtMs > max) max = r.runAtMs;
   }
-  return [isoOfMs(min), isoOfMs(max)];
+  return [
+    isoOfMs(Math.floor(min / DAY_MS) * DAY_MS),
+    isoOfMs((Math.floor(max / DAY_MS) + 1) * DAY_MS),
+  ];
 }
+
+const DAY_MS = 86_400_000;
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string): T[][] {
   const groups = new Map<string, T[]>();

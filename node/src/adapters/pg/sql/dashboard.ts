@@ -6,6 +6,7 @@
  */
 import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
 import { TASK_COLUMNS } from "./tasks.js";
+import { unfinishedByRunAt } from "./unfinished.js";
 
 /**
  * count-by-state: $1 tenant_id, $2 max_rows. Locks: nothing.
@@ -27,12 +28,15 @@ SELECT status, priority, count(*)::int AS count,
  * grace), $3 max_rows. Locks: nothing.
  * → count: SCHEDULED or ARMED tasks due before $2, at most $3. Past
  *   partitions only (pruned at plan time: $2 is a timestamptz constant); the
- *   partial indexes on SCHEDULED and ARMED rows hold few rows in a healthy system.
+ *   unfinished tasks due before $2 are few in a healthy system (unfinished.ts).
  */
 export const COUNT_OVERDUE = `
 SELECT count(*)::int AS count FROM (
-  SELECT 1 FROM tasks
-   WHERE tenant_id = $1 AND status IN ('SCHEDULED', 'ARMED') AND run_at < $2::timestamptz
+  SELECT 1 FROM ${unfinishedByRunAt({
+    columns: "1",
+    where: "run_at < $2::timestamptz AND tenant_id = $1 AND status IN ('SCHEDULED', 'ARMED')",
+    limit: "$3",
+  })} AS o
    LIMIT $3
 ) overdue`;
 

@@ -4,6 +4,7 @@
  * the burial of tasks whose envelope can never be published.
  */
 import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
+import { unfinishedByRunAt } from "./unfinished.js";
 
 /**
  * arm-tasks: the dispatcher's one fenced write per claim round, for every
@@ -25,11 +26,12 @@ import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
  *
  * Plan: run_at bounds let the planner prune partitions at plan time; each
  * claim is then one probe of the primary key (id, run_at). The status test
- * is a CASE so that the partial indexes cannot be used instead: with the
- * statistics of a filling partition lagging behind "now", the planner took
- * the run_at range as empty and OR-ed it with every ARMED row of the day
- * (tasks_armed_at_idx), then joined that once per claim, so the cost grew
- * with the backlog (EXPLAIN ANALYZE in bench/RESULTS.md, Dispatch).
+ * is a CASE so that the planner cannot estimate it: with the statistics of a
+ * filling partition lagging behind "now", the planner took the run_at range
+ * as empty and OR-ed it with every ARMED row of the day (then through
+ * tasks_armed_at_idx, dropped by migrations/000020), then joined that once
+ * per claim, so the cost grew with the backlog (EXPLAIN ANALYZE in
+ * bench/RESULTS.md, Dispatch).
  */
 export const ARM_TASKS = `
 WITH fence AS (
@@ -79,9 +81,10 @@ SELECT ARRAY(SELECT shard FROM fence) AS fenced_shards, a.*, tn.grace_ms
  * → per shard, the next (at most `limit`) SCHEDULED tasks with run_at < before after its
  *   cursor, in (run_at, id) order, with the shard.
  *
- * Plan: per shard, one range scan of tasks_scheduled_shard_run_at_idx
- * (hot_shard, run_at, id) that stops at the limit; the partitions are read in
- * run_at order (an ordered Append, no sort). `before` is a plain parameter so
+ * Plan: per shard, one range scan of tasks_unfinished_shard_run_at_idx
+ * (hot_shard, run_at, id) that stops at the limit, with the state tested on
+ * the row (in the window, all but the few in flight are SCHEDULED); the
+ * partitions are read in run_at order (an ordered Append, no sort). `before` is a plain parameter so
  * the partitions after it are pruned at plan time. The cursor is coalesced to
  * (-infinity, nil uuid) rather than OR-ed with IS NULL, which keeps it an
  * index condition.
@@ -93,7 +96,7 @@ SELECT t.hot_shard AS shard, t.id, t.tenant_id,
  CROSS JOIN LATERAL (
    SELECT s.hot_shard, s.id, s.tenant_id, s.run_at
      FROM tasks s
-    WHERE s.status = 'SCHEDULED'
+    WHERE s.unfinished AND s.status = 'SCHEDULED'
       AND s.hot_shard = c.shard
       AND s.run_at < $1::timestamptz
       AND (s.run_at, s.id) >
@@ -110,7 +113,8 @@ SELECT t.hot_shard AS shard, t.id, t.tenant_id,
  * Locks: the stale rows, FOR UPDATE SKIP LOCKED (a row a worker is starting
  * right now is left to it). The UPDATE repeats `run_at < $1` (implied by the
  * join) so that Postgres plans only the partitions before $1: without it the
- * plan covered every partition of the horizon (~400), 118 ms warm.
+ * plan covered every partition of the horizon (~400), 118 ms warm. The stale
+ * rows are read shard by shard, oldest run_at first (unfinished.ts).
  * → one row (id) per task sent back from ARMED to SCHEDULED: armed and due
  *   before stale_before (nobody started them within the dispatch timeout),
  *   and armed longer ago than it was late when armed (at most max_wait_ms).
@@ -126,15 +130,18 @@ SELECT t.hot_shard AS shard, t.id, t.tenant_id,
  */
 export const REARM_STALE = `
 WITH stale AS (
-  SELECT id, run_at FROM tasks
-   WHERE status = 'ARMED'
-     AND armed_at < $1::timestamptz
-     AND run_at < $1::timestamptz
-     AND armed_at < ${sqlTimestamptz("$2")}
-                    - LEAST(GREATEST(armed_at - run_at, interval '0'),
-                            $4::float8 * interval '1 millisecond')
+  SELECT s.id, s.run_at
+    FROM ${unfinishedByRunAt({
+      columns: "id, run_at",
+      where: `run_at < $1::timestamptz AND status = 'ARMED'
+       AND armed_at < $1::timestamptz
+       AND armed_at < ${sqlTimestamptz("$2")}
+                      - LEAST(GREATEST(armed_at - run_at, interval '0'),
+                              $4::float8 * interval '1 millisecond')`,
+      limit: "$3",
+      lock: true,
+    })} AS s
    LIMIT $3
-   FOR UPDATE SKIP LOCKED
 )
 UPDATE tasks t
    SET status = 'SCHEDULED',

@@ -15,6 +15,7 @@
  * the adapter runs the statement again, which then answers "stale".
  */
 import { sqlEpochMs, sqlTimestamptz } from "../epoch-ms.js";
+import { unfinishedByRunAt } from "./unfinished.js";
 
 /** What a failure decision and its dead letter need. */
 export const FAILURE_COLUMNS = `
@@ -122,7 +123,8 @@ SELECT ${FAILURE_COLUMNS}${withLastError ? ", last_error" : ""}
  * lock-expired: $1 now_ms, $2 limit.
  * Locks: the rows, FOR UPDATE SKIP LOCKED: rows another transaction holds (a
  * worker committing right now) are skipped, it decides them.
- * → FAILURE_COLUMNS of RUNNING tasks whose execution lease expired before now, oldest first.
+ * → FAILURE_COLUMNS of RUNNING tasks whose execution lease expired before now, read shard
+ *   by shard, oldest run_at first (unfinished.ts).
  * `run_at <= now` holds for every RUNNING task (a start needs it) and lets Postgres plan
  * only the partitions up to now instead of the whole horizon's (~400: 60–330 ms per plan);
  * it is written with to_timestamp, which is immutable, so the planner prunes with it (the
@@ -130,13 +132,15 @@ SELECT ${FAILURE_COLUMNS}${withLastError ? ", last_error" : ""}
  * under a database clock ahead of $1 is found by a later round, once $1 passes its run_at.
  */
 export const LOCK_EXPIRED = `
-SELECT ${FAILURE_COLUMNS}
-  FROM tasks
- WHERE status = 'RUNNING' AND lease_expires_at < ${sqlTimestamptz("$1")}
-   AND run_at <= to_timestamp($1::float8 / 1000)
- ORDER BY lease_expires_at
- LIMIT $2
-   FOR UPDATE SKIP LOCKED`;
+SELECT expired.*
+  FROM ${unfinishedByRunAt({
+    columns: FAILURE_COLUMNS,
+    where: `run_at <= to_timestamp($1::float8 / 1000) AND status = 'RUNNING'
+       AND lease_expires_at < ${sqlTimestamptz("$1")}`,
+    limit: "$2",
+    lock: true,
+  })} AS expired
+ LIMIT $2`;
 
 /**
  * One entry of tasks.attempts (migrations/000017_attempt_history.sql) for
@@ -259,11 +263,13 @@ SELECT id FROM replayed`;
 
 /**
  * The status test of a coalesced statement, written so that the planner
- * cannot answer it from the partial index on that status: with a filling
- * partition's statistics behind, it scanned every ARMED (or RUNNING) row of
- * the day and joined them with the batch, so a start of 128 rows took 20 ms
- * with 128 rows ARMED and grew with the backlog, where one primary-key probe
- * per row takes 4 ms (as dispatch.ts found for ARM_TASKS).
+ * cannot estimate it: with a filling partition's statistics behind, it took
+ * few rows to have that status, scanned them and joined each with the whole
+ * batch. A start of 128 rows took 20 ms with 128 rows ARMED and grew with the
+ * backlog, where one primary-key probe per row takes 4 ms (as dispatch.ts
+ * found for ARM_TASKS). Until migrations/000020 the scan went through the
+ * partial index on that status; without the CASE it is a scan of the
+ * partition, measured at three times the cost per row of the probes.
  */
 const statusIs = (status: "ARMED" | "RUNNING") =>
   `CASE t.status WHEN '${status}' THEN true ELSE false END`;
@@ -273,8 +279,8 @@ const statusIs = (status: "ARMED" | "RUNNING") =>
  * coalesced starts), each only if due by the database's clock (as startTask).
  * $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[],
  * $4 run_at_ms float8[], $5 worker_id text, $6 now_ms float8[], $7 lease_ms
- * float8, $8 min run_at, $9 max run_at (timestamptz; lets the planner prune
- * partitions), $10 dispatched_ms float8[] (the envelopes' dispatched_at,
+ * float8, $8 and $9 the UTC days of the run_at (from, to exclusive; lets the
+ * planner prune partitions), $10 dispatched_ms float8[] (the envelopes' dispatched_at,
  * NULL where unknown). Locks: the rows it updates.
  * → one row per task started (id, token, attempt, max_attempts, timeout_ms,
  *   run_at_ms, lease_expires_at_ms). A task named twice is updated once (the
@@ -293,7 +299,7 @@ UPDATE tasks t
        AS r (tenant_id, id, token, run_at_ms, now_ms, dispatched_ms)
  WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
    AND ${statusIs("ARMED")} AND t.run_at = ${sqlTimestamptz("r.run_at_ms")}
-   AND t.run_at >= $8::timestamptz AND t.run_at <= $9::timestamptz
+   AND t.run_at >= $8::timestamptz AND t.run_at < $9::timestamptz
    AND t.run_at <= now()
 RETURNING t.id, t.fencing_token::text AS token, t.attempt, t.max_attempts, t.timeout_ms,
           ${sqlEpochMs("t.run_at")} AS run_at_ms, ${sqlEpochMs("t.lease_expires_at")} AS lease_expires_at_ms`;
@@ -301,8 +307,8 @@ RETURNING t.id, t.fencing_token::text AS token, t.attempt, t.max_attempts, t.tim
 /**
  * complete-many: one fenced completion per row, in one statement.
  * $1 tenant_ids uuid[], $2 ids uuid[], $3 tokens bigint[], $4 run_at_ms
- * float8[], $5 results text[] (JSON), $6 now_ms float8[], $7 min run_at,
- * $8 max run_at. Locks: the rows it updates.
+ * float8[], $5 results text[] (JSON), $6 now_ms float8[], $7 and $8 the UTC
+ * days of the run_at (from, to exclusive). Locks: the rows it updates.
  * → one row (id, token, run_at_ms, workflow_id) per task completed.
  * `outsideWorkflows`: only tasks of no workflow, which need no release in the
  * same transaction, so the statement may run on its own (autocommit).
@@ -318,7 +324,7 @@ UPDATE tasks t
        AS r (tenant_id, id, token, run_at_ms, result, now_ms)
  WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
    AND ${statusIs("RUNNING")} AND t.run_at = ${sqlTimestamptz("r.run_at_ms")}
-   AND t.run_at >= $7::timestamptz AND t.run_at <= $8::timestamptz${outsideWorkflows ? "\n   AND t.workflow_id IS NULL" : ""}
+   AND t.run_at >= $7::timestamptz AND t.run_at < $8::timestamptz${outsideWorkflows ? "\n   AND t.workflow_id IS NULL" : ""}
 RETURNING t.id, t.fencing_token::text AS token, ${sqlEpochMs("t.run_at")} AS run_at_ms, t.workflow_id`;
 export const COMPLETE_MANY = completeMany(false);
 export const COMPLETE_MANY_OUTSIDE_WORKFLOWS = completeMany(true);
