@@ -14,6 +14,7 @@
  * publisher, the consumer and the broker; messages whose publish failed and
  * messages consumed twice.
  */
+import "../node/src/adapters/kafka/kafkajs-idle-timers.js"; // before kafkajs is used: its idle timers
 import { type ChildProcess, spawn } from "node:child_process";
 import os from "node:os";
 import { fileURLToPath } from "node:url";

@@ -4,6 +4,7 @@
  * processes, the open-loop offered load, the Kafka arrival consumer,
  * percentiles, CPU accounting, and removing the run's Redis keys and topics.
  */
+import "../node/src/adapters/kafka/kafkajs-idle-timers.js"; // before kafkajs is used: its idle timers
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";

@@ -6,6 +6,7 @@
  * samples consumer lag and the outbox depth from here.
  */
 
+import "../../node/src/adapters/kafka/kafkajs-idle-timers.js"; // before kafkajs is used: its idle timers
 import { Redis } from "ioredis";
 import { Kafka, logLevel } from "kafkajs";
 import { TOPICS, topicName } from "../../node/src/domain/envelope.js";

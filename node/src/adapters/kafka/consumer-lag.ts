@@ -4,6 +4,7 @@
  * opened on first use and kept; a failed call drops it, so the next call
  * connects afresh (a restarted broker, for one).
  */
+import "./kafkajs-idle-timers.js"; // before kafkajs is used: its idle timers
 import { type Admin, Kafka, logLevel } from "kafkajs";
 import { TOPICS, topicName } from "../../domain/envelope.js";
 import type { ConsumerLag, QueueLag } from "../../ports/consumer-lag.js";

@@ -6,6 +6,7 @@
  * the tasks and tries again — unless the broker refused it as too large
  * (PayloadTooLarge: kafkajs does not retry that, and neither should anyone).
  */
+import "./kafkajs-idle-timers.js"; // before kafkajs is used: its idle timers
 import {
   CompressionTypes,
   type ICustomPartitioner,

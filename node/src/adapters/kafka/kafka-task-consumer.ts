@@ -31,6 +31,7 @@
  * restarted the same way (membership-watch.ts: kafkajs can fetch on after a
  * failed rejoin).
  */
+import "./kafkajs-idle-timers.js"; // before kafkajs is used: its idle timers
 import { type Consumer, type ConsumerRunConfig, Kafka, logLevel } from "kafkajs";
 import { withTimeout } from "../../app/shared/with-timeout.js";
 import { type TopicKind, topicName } from "../../domain/envelope.js";
