@@ -84,8 +84,9 @@ SELECT ARRAY(SELECT shard FROM fence) AS fenced_shards, a.*, tn.grace_ms
  * Plan: per shard, one range scan of tasks_unfinished_shard_run_at_idx
  * (hot_shard, run_at, id) that stops at the limit, with the state tested on
  * the row (in the window, all but the few in flight are SCHEDULED); the
- * partitions are read in run_at order (an ordered Append, no sort). `before` is a plain parameter so
- * the partitions after it are pruned at plan time. The cursor is coalesced to
+ * partitions are read in run_at order (an ordered Append, no sort).
+ * `before` is a plain parameter so the partitions after it are pruned at
+ * plan time. The cursor is coalesced to
  * (-infinity, nil uuid) rather than OR-ed with IS NULL, which keeps it an
  * index condition.
  */

@@ -267,9 +267,9 @@ SELECT id FROM replayed`;
  * few rows to have that status, scanned them and joined each with the whole
  * batch. A start of 128 rows took 20 ms with 128 rows ARMED and grew with the
  * backlog, where one primary-key probe per row takes 4 ms (as dispatch.ts
- * found for ARM_TASKS). Until migrations/000020 the scan went through the
- * partial index on that status; without the CASE it is a scan of the
- * partition, measured at three times the cost per row of the probes.
+ * found for ARM_TASKS). The scan went through the partial index on that
+ * status, which migrations/000020 dropped; the CASE stays so that no
+ * estimate of the status can start such a plan again.
  */
 const statusIs = (status: "ARMED" | "RUNNING") =>
   `CASE t.status WHEN '${status}' THEN true ELSE false END`;
