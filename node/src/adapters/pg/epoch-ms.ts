@@ -57,4 +57,9 @@ export const dateOfMs = (epochMs: number): Date => new Date(epochMs);
 
 export const utcDayOfMs = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 10);
 
+export const DAY_MS = 86_400_000;
+
+/** The start of the UTC day of `epochMs`, in epoch ms: where its task partition begins. */
+export const utcDayStartMs = (epochMs: number): number => Math.floor(epochMs / DAY_MS) * DAY_MS;
+
 export const isDateMs = (epochMs: number): boolean => !Number.isNaN(new Date(epochMs).getTime());

@@ -12,7 +12,7 @@ import type { ExecutionRef } from "../../ports/execution-store.js";
 import type { DueEntry } from "../../ports/hot-tier.js";
 import { plainArray, textArray } from "./array-param.js";
 import { Coalescer, type Settled } from "./coalescer.js";
-import { isoOfMs } from "./epoch-ms.js";
+import { DAY_MS, isoOfMs, utcDayStartMs } from "./epoch-ms.js";
 import { isDataException } from "./errors.js";
 import type { FencedCalls, Queryable } from "./fenced-calls.js";
 import type { PgPool } from "./pool.js";
@@ -180,8 +180,9 @@ async function completeStatement(
  * partition each). Whole days, not the batch's own range: a filling
  * partition's histogram ends before "now", so a range of a few recent
  * milliseconds looked empty to the planner, which then scanned the partition
- * for it and joined each row it found with the whole batch — three times the
- * cost per row of one primary-key probe per row (bench/RESULTS.md, session 13).
+ * for it and joined each row it found with the whole batch, at three to four
+ * times the cost per row of one primary-key probe per row. A partition with
+ * no statistics at all still gets that plan (bench/RESULTS.md, session 13).
  */
 function runAtBounds(refs: ReadonlyArray<{ runAtMs: number }>): [string, string] {
   let min = Number.POSITIVE_INFINITY;
@@ -190,13 +191,8 @@ function runAtBounds(refs: ReadonlyArray<{ runAtMs: number }>): [string, string]
     if (r.runAtMs < min) min = r.runAtMs;
     if (r.runAtMs > max) max = r.runAtMs;
   }
-  return [
-    isoOfMs(Math.floor(min / DAY_MS) * DAY_MS),
-    isoOfMs((Math.floor(max / DAY_MS) + 1) * DAY_MS),
-  ];
+  return [isoOfMs(utcDayStartMs(min)), isoOfMs(utcDayStartMs(max) + DAY_MS)];
 }
-
-const DAY_MS = 86_400_000;
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string): T[][] {
   const groups = new Map<string, T[]>();

@@ -3,12 +3,10 @@
  * in migrations/000002_partition_maintenance.sql). Dates are UTC days computed
  * from the caller's clock, so tests can drive retention with a fake clock.
  */
-import { utcDayOfMs } from "./epoch-ms.js";
+import { DAY_MS, utcDayOfMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import type { PgPool } from "./pool.js";
 import { DROP_TASK_PARTITIONS, ENSURE_TASK_PARTITIONS } from "./sql/partitions.js";
-
-const DAY_MS = 86_400_000;
 
 export interface PartitionPlan {
   /** Create partitions for days from nowMs - retentionDays to nowMs + horizon + margin. */
