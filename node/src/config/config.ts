@@ -44,6 +44,8 @@ const schema = z.object({
   maintenanceIntervalMs: intFromEnv(1000, 7 * DAY_MS).default(3_600_000),
   /** CF_MAINTENANCE_RETRY_MS: a failed partition maintenance is retried after this (inserts need partitions ahead). */
   maintenanceRetryMs: intFromEnv(100, DAY_MS).default(10_000),
+  /** CF_STATISTICS_INTERVAL_MS: how often the API role analyzes the current days' partitions that have no statistics yet. */
+  statisticsIntervalMs: intFromEnv(100, DAY_MS).default(2000),
   /** CF_MAINTENANCE_STATEMENT_TIMEOUT_MS: statement_timeout of migrations and partition DDL. */
   maintenanceStatementTimeoutMs: intFromEnv(1000, 3_600_000).default(120_000),
   /** CF_PG_POOL_SIZE: connections of the API's Postgres pool. */
@@ -302,6 +304,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   retentionDays: "CF_RETENTION_DAYS",
   maintenanceIntervalMs: "CF_MAINTENANCE_INTERVAL_MS",
   maintenanceRetryMs: "CF_MAINTENANCE_RETRY_MS",
+  statisticsIntervalMs: "CF_STATISTICS_INTERVAL_MS",
   maintenanceStatementTimeoutMs: "CF_MAINTENANCE_STATEMENT_TIMEOUT_MS",
   pgPoolSize: "CF_PG_POOL_SIZE",
   pgStatementTimeoutMs: "CF_PG_STATEMENT_TIMEOUT_MS",

@@ -11,7 +11,7 @@ import { HttpServer } from "../adapters/http/server.js";
 import type { Logger } from "../adapters/logging/logger.js";
 import { ApiMetrics } from "../adapters/metrics/metrics.js";
 import { PgExecutionStore } from "../adapters/pg/execution-store.js";
-import { maintainTaskPartitions } from "../adapters/pg/partitions.js";
+import { analyzeHotTaskPartitions, maintainTaskPartitions } from "../adapters/pg/partitions.js";
 import { PgScheduleStore } from "../adapters/pg/schedule-store.js";
 import { PgTaskStore } from "../adapters/pg/task-store.js";
 import { PgTenantDirectory } from "../adapters/pg/tenant-directory.js";
@@ -178,6 +178,15 @@ export async function startApi(
     { retryAfterErrorMs: config.maintenanceRetryMs },
   );
   await maintenance.startNow();
+  const statistics = new Loop(
+    async () => {
+      const analyzed = await analyzeHotTaskPartitions(adminPool, clock.nowMs());
+      if (analyzed.length > 0) logger.info({ partitions: analyzed }, "partitions analyzed");
+      return false;
+    },
+    config.statisticsIntervalMs,
+    (error) => logger.warn({ err: error }, "partition statistics failed; retrying"),
+  ).start();
   const port = await server.listen();
   logger.info({ port }, "api listening");
   dashboard.listening(port);
@@ -188,7 +197,7 @@ export async function startApi(
     async stop() {
       await server.close();
       await committer.whenIdle();
-      await maintenance.stop();
+      await Promise.all([maintenance.stop(), statistics.stop()]);
       await dashboard.stop();
       await Promise.allSettled([pool.end(), adminPool.end(), hot.close()]);
       logger.info("api stopped");

@@ -182,7 +182,8 @@ async function completeStatement(
  * milliseconds looked empty to the planner, which then scanned the partition
  * for it and joined each row it found with the whole batch, at three to four
  * times the cost per row of one primary-key probe per row. A partition with
- * no statistics at all still gets that plan (bench/RESULTS.md, session 13).
+ * no statistics at all still gets that plan, until the API analyzes it
+ * (migrations/000021).
  */
 function runAtBounds(refs: ReadonlyArray<{ runAtMs: number }>): [string, string] {
   let min = Number.POSITIVE_INFINITY;

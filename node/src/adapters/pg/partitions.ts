@@ -6,7 +6,11 @@
 import { DAY_MS, utcDayOfMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import type { PgPool } from "./pool.js";
-import { DROP_TASK_PARTITIONS, ENSURE_TASK_PARTITIONS } from "./sql/partitions.js";
+import {
+  ANALYZE_TASK_PARTITIONS,
+  DROP_TASK_PARTITIONS,
+  ENSURE_TASK_PARTITIONS,
+} from "./sql/partitions.js";
 
 export interface PartitionPlan {
   /** Create partitions for days from nowMs - retentionDays to nowMs + horizon + margin. */
@@ -41,5 +45,23 @@ export async function maintainTaskPartitions(
     };
   } catch (error) {
     throw fromPgError(error, "partition maintenance");
+  }
+}
+
+/**
+ * Analyzes the partitions of yesterday, today and tomorrow (the days whose
+ * tasks run now) that have rows but no statistics on run_at: without them,
+ * the workers' batched statements get a plan that reads the whole day for
+ * each batch (migrations/000021). Returns the partitions it analyzed.
+ */
+export async function analyzeHotTaskPartitions(pool: PgPool, nowMs: number): Promise<string[]> {
+  try {
+    const result = await pool.query(ANALYZE_TASK_PARTITIONS, [
+      utcDayOfMs(nowMs - DAY_MS),
+      utcDayOfMs(nowMs + DAY_MS),
+    ]);
+    return (result.rows as Array<{ partition: string }>).map((r) => r.partition);
+  } catch (error) {
+    throw fromPgError(error, "partition statistics");
   }
 }

@@ -262,17 +262,22 @@ audited AS (
 SELECT id FROM replayed`;
 
 /**
- * The status test of a coalesced statement, written so that the planner
- * cannot estimate it: with a filling partition's statistics behind, it took
- * few rows to have that status, scanned them and joined each with the whole
- * batch. A start of 128 rows took 20 ms with 128 rows ARMED and grew with the
- * backlog, where one primary-key probe per row takes 4 ms (as dispatch.ts
- * found for ARM_TASKS). The scan went through the partial index on that
- * status, which migrations/000020 dropped; the CASE stays so that no
- * estimate of the status can start such a plan again.
+ * A test of a coalesced statement on the task's row, written so that the
+ * planner cannot estimate it (a CASE gets a fixed 0.5). Estimated, such a
+ * test made the planner expect few rows in the batch's days, scan them and
+ * join each with the whole batch, where one primary-key probe per row is
+ * several times cheaper. With a filling partition's statistics behind, a
+ * start of 128 rows took 20 ms with 128 rows ARMED and grew with the backlog,
+ * against 4 ms probing (as dispatch.ts found for ARM_TASKS). The same
+ * follows from `workflow_id IS NULL` in a partition analyzed while it held
+ * workflow nodes only, and from `run_at <= now()` in one analyzed while its
+ * tasks were all ahead (node/test/integration/partition-statistics.test.ts).
+ * The day bounds cannot be hidden so (the planner
+ * prunes partitions by them): their estimate needs the partition's
+ * statistics, which migrations/000021 sees to.
  */
-const statusIs = (status: "ARMED" | "RUNNING") =>
-  `CASE t.status WHEN '${status}' THEN true ELSE false END`;
+const unestimated = (test: string) => `CASE WHEN ${test} THEN true ELSE false END`;
+const statusIs = (status: "ARMED" | "RUNNING") => unestimated(`t.status = '${status}'`);
 
 /**
  * start-many: one fenced start per row, in one statement (the worker's
@@ -300,7 +305,7 @@ UPDATE tasks t
  WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
    AND ${statusIs("ARMED")} AND t.run_at = ${sqlTimestamptz("r.run_at_ms")}
    AND t.run_at >= $8::timestamptz AND t.run_at < $9::timestamptz
-   AND t.run_at <= now()
+   AND ${unestimated("t.run_at <= now()")}
 RETURNING t.id, t.fencing_token::text AS token, t.attempt, t.max_attempts, t.timeout_ms,
           ${sqlEpochMs("t.run_at")} AS run_at_ms, ${sqlEpochMs("t.lease_expires_at")} AS lease_expires_at_ms`;
 
@@ -324,7 +329,7 @@ UPDATE tasks t
        AS r (tenant_id, id, token, run_at_ms, result, now_ms)
  WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
    AND ${statusIs("RUNNING")} AND t.run_at = ${sqlTimestamptz("r.run_at_ms")}
-   AND t.run_at >= $7::timestamptz AND t.run_at < $8::timestamptz${outsideWorkflows ? "\n   AND t.workflow_id IS NULL" : ""}
+   AND t.run_at >= $7::timestamptz AND t.run_at < $8::timestamptz${outsideWorkflows ? `\n   AND ${unestimated("t.workflow_id IS NULL")}` : ""}
 RETURNING t.id, t.fencing_token::text AS token, ${sqlEpochMs("t.run_at")} AS run_at_ms, t.workflow_id`;
 export const COMPLETE_MANY = completeMany(false);
 export const COMPLETE_MANY_OUTSIDE_WORKFLOWS = completeMany(true);

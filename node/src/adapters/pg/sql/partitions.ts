@@ -20,3 +20,12 @@ export const ENSURE_TASK_PARTITIONS = "SELECT cf_ensure_task_partitions($1::date
  *   it still holds a pending task and was kept).
  */
 export const DROP_TASK_PARTITIONS = "SELECT * FROM cf_drop_task_partitions($1::date)";
+
+/**
+ * analyze-task-partitions: $1 from date, $2 to date (UTC days, inclusive).
+ * Locks: SHARE UPDATE EXCLUSIVE on each partition it analyzes (reads and
+ * writes go on). → one row (partition) per partition that had rows but no
+ * statistics on run_at, now analyzed (migrations/000021).
+ */
+export const ANALYZE_TASK_PARTITIONS =
+  "SELECT partition FROM cf_analyze_task_partitions($1::date, $2::date) AS partition";
