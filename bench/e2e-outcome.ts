@@ -13,6 +13,8 @@ export interface TaskRow {
   status: string;
   attempt: number;
   run_at_ms: number;
+  /** The envelope's dispatched_at, which the fenced start stores (whole milliseconds). */
+  dispatched_at_ms: number | null;
   started_at_ms: number | null;
   completed_at_ms: number | null;
 }
@@ -22,6 +24,7 @@ export async function readTasks(db: Pick<pg.ClientBase, "query">): Promise<TaskR
   const result = await db.query<TaskRow>(
     `SELECT id, status, attempt,
             extract(epoch FROM run_at) * 1000 AS run_at_ms,
+            extract(epoch FROM dispatched_at) * 1000 AS dispatched_at_ms,
             extract(epoch FROM started_at) * 1000 AS started_at_ms,
             extract(epoch FROM completed_at) * 1000 AS completed_at_ms
        FROM tasks`,
@@ -29,6 +32,7 @@ export async function readTasks(db: Pick<pg.ClientBase, "query">): Promise<TaskR
   return result.rows.map((row) => ({
     ...row,
     run_at_ms: Number(row.run_at_ms),
+    dispatched_at_ms: row.dispatched_at_ms === null ? null : Number(row.dispatched_at_ms),
     started_at_ms: row.started_at_ms === null ? null : Number(row.started_at_ms),
     completed_at_ms: row.completed_at_ms === null ? null : Number(row.completed_at_ms),
   }));
@@ -44,6 +48,7 @@ export function executionOutcome(
 ) {
   const byId = new Map(rows.map((row) => [row.id, row]));
   const starts: number[] = [];
+  const sinceDispatch: number[] = [];
   const completions: number[] = [];
   const notCompleted: Record<string, number> = {};
   let unfinished = 0;
@@ -59,11 +64,14 @@ export function executionOutcome(
       continue;
     }
     starts.push(row.started_at_ms - row.run_at_ms);
+    if (row.dispatched_at_ms !== null) sinceDispatch.push(row.started_at_ms - row.dispatched_at_ms);
     if (row.attempt > 1) duplicates++;
     completions.push(row.completed_at_ms!);
   }
   return {
     workerStart: latenessOf(starts),
+    /** From the dispatcher's envelope to the worker's fenced start: the transport and the worker's intake. */
+    dispatchedToStart: latenessOf(sinceDispatch),
     completed: starts.length,
     completedPerS: plateauRate(run, completions),
     lost: accepted.size - starts.length - unfinished,

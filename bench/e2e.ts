@@ -46,8 +46,12 @@
  * longer keeps up (bench/e2e-find-max.ts) and reports both maxima.
  *
  * With --json the last line is one JSON object: `publish`, `worker_start`
- * ({p50_ms, p99_ms, max_ms}), `worker_event_loop_lag_max_ms` ({median, max}
- * of the worker's longest stall in each second), `completed_per_s`, `lost`, `early`,
+ * ({p50_ms, p99_ms, max_ms}), `dispatched_at_to_worker_start` (the envelope's
+ * dispatched_at to the fenced start: transport and worker intake),
+ * `worker_event_loop_lag_max_ms` and `dispatcher_event_loop_lag_max_ms`
+ * ({median, max} of the process's longest stall in each second; the
+ * dispatcher's null in direct mode, where it is the worker's process),
+ * `completed_per_s`, `lost`, `early`,
  * `duplicates`, and `peer` (BullMQ's figures) with `ratio`.
  */
 import type { ChildProcess } from "node:child_process";
@@ -152,6 +156,7 @@ const SINGLE_TENANT_WORKER = {
 interface Roles {
   api: ChildProcess;
   dispatcher: ChildProcess;
+  dispatcherMetricsPort: number;
   workers: Array<{ process: ChildProcess; metricsPort: number }>;
 }
 
@@ -167,11 +172,16 @@ async function startRoles(children: ChildProcess[]): Promise<Roles> {
     children.push(node);
     // Its dispatch roles print `ready` first, then its worker: the worker's port has its metrics.
     const metricsPort = await readyMetricsPort(node, "node", /roles=worker metrics_port=(\d+)/);
-    return { api, dispatcher: node, workers: [{ process: node, metricsPort }] };
+    return {
+      api,
+      dispatcher: node,
+      dispatcherMetricsPort: metricsPort,
+      workers: [{ process: node, metricsPort }],
+    };
   }
   const dispatcher = child("dispatcher,preloader,reconciler");
   children.push(dispatcher);
-  await readyMetricsPort(dispatcher, "dispatcher");
+  const dispatcherMetricsPort = await readyMetricsPort(dispatcher, "dispatcher");
   const workers = [];
   for (let i = 0; i < workerProcesses; i++) {
     const worker = child("worker", SINGLE_TENANT_WORKER);
@@ -179,7 +189,7 @@ async function startRoles(children: ChildProcess[]): Promise<Roles> {
     // `ready` comes once the worker's consumers have joined their groups.
     workers.push({ process: worker, metricsPort: await readyMetricsPort(worker, "worker") });
   }
-  return { api, dispatcher, workers };
+  return { api, dispatcher, dispatcherMetricsPort, workers };
 }
 
 async function runChronofence() {
@@ -215,6 +225,10 @@ async function runChronofence() {
     const cpuStartMs = Date.now();
     const accepted = new Map<string, number>();
     const eventLoop = sampleEventLoopLag(roles.workers[0]!.metricsPort);
+    // Direct mode runs the dispatcher in the worker's process: that one sample covers both.
+    const dispatcherEventLoop = args.direct
+      ? null
+      : sampleEventLoopLag(roles.dispatcherMetricsPort);
     const load = await offerThroughApi(
       { baseUrl, apiKey, taskType: "noop", ratePerS, seconds, leadMs, spreadMs },
       accepted,
@@ -236,6 +250,7 @@ async function runChronofence() {
       1000,
     );
     const workerEventLoop = eventLoop.stop();
+    const dispatcherEventLoopLag = dispatcherEventLoop?.stop() ?? null;
     const cpuAfter = await cpuTicksOf(pids);
     const cpuCores = coresBetween(cpuBefore, cpuAfter, (Date.now() - cpuStartMs) / 1000);
     await consumer?.disconnect();
@@ -259,6 +274,7 @@ async function runChronofence() {
         : { ...publish.toConsumer, published_per_s: publish.perS, not_published: publish.lost },
       run_at_to_dispatched_at: args.direct ? null : publish.toBroker,
       worker_start: execution.workerStart,
+      dispatched_at_to_worker_start: execution.dispatchedToStart,
       completed: execution.completed,
       completed_per_s: execution.completedPerS,
       lost: execution.lost,
@@ -268,6 +284,7 @@ async function runChronofence() {
       duplicates: execution.duplicates,
       fenced_rejections: fencedRejections,
       worker_event_loop_lag_max_ms: workerEventLoop,
+      dispatcher_event_loop_lag_max_ms: dispatcherEventLoopLag,
       worker_processes: workerProcesses,
       cpu_cores: cpuCores,
       // Every process that serves Chronofence: its roles, Postgres, Redis, the broker.
@@ -288,7 +305,7 @@ async function runChronofence() {
 }
 
 /**
- * The worker process's longest event-loop stall in each second of the run
+ * A role process's longest event-loop stall in each second of the run
  * (prom-client's lag gauges, reset at each scrape): the median second's and
  * the worst. A task due during a stall starts after it.
  */
@@ -375,9 +392,15 @@ async function main(): Promise<void> {
     log(`  ${line("publish (run_at → consumer)", ours.publish)}`);
     log(`  ${line("run_at → dispatched_at", ours.run_at_to_dispatched_at)}`);
     log(`  ${line("worker start (run_at → started_at)", ours.worker_start)}`);
+    if ("dispatched_at_to_worker_start" in ours)
+      log(`  ${line("dispatched_at → started_at", ours.dispatched_at_to_worker_start)}`);
     if ("worker_event_loop_lag_max_ms" in ours)
       log(
         `  worker event loop, longest stall per second: ${JSON.stringify(ours.worker_event_loop_lag_max_ms)} ms`,
+      );
+    if ("dispatcher_event_loop_lag_max_ms" in ours && ours.dispatcher_event_loop_lag_max_ms)
+      log(
+        `  dispatcher event loop, longest stall per second: ${JSON.stringify(ours.dispatcher_event_loop_lag_max_ms)} ms`,
       );
     log(`  cores: ${JSON.stringify(ours.cpu_cores)}`);
   }
