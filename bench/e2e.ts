@@ -156,7 +156,8 @@ const SINGLE_TENANT_WORKER = {
 interface Roles {
   api: ChildProcess;
   dispatcher: ChildProcess;
-  dispatcherMetricsPort: number;
+  /** Null in direct mode: the dispatcher runs in the worker's process, whose sample covers both. */
+  dispatcherMetricsPort: number | null;
   workers: Array<{ process: ChildProcess; metricsPort: number }>;
 }
 
@@ -175,7 +176,7 @@ async function startRoles(children: ChildProcess[]): Promise<Roles> {
     return {
       api,
       dispatcher: node,
-      dispatcherMetricsPort: metricsPort,
+      dispatcherMetricsPort: null,
       workers: [{ process: node, metricsPort }],
     };
   }
@@ -225,10 +226,8 @@ async function runChronofence() {
     const cpuStartMs = Date.now();
     const accepted = new Map<string, number>();
     const eventLoop = sampleEventLoopLag(roles.workers[0]!.metricsPort);
-    // Direct mode runs the dispatcher in the worker's process: that one sample covers both.
-    const dispatcherEventLoop = args.direct
-      ? null
-      : sampleEventLoopLag(roles.dispatcherMetricsPort);
+    const dispatcherEventLoop =
+      roles.dispatcherMetricsPort === null ? null : sampleEventLoopLag(roles.dispatcherMetricsPort);
     const load = await offerThroughApi(
       { baseUrl, apiKey, taskType: "noop", ratePerS, seconds, leadMs, spreadMs },
       accepted,
