@@ -274,7 +274,10 @@ SELECT id FROM replayed`;
  * tasks were all ahead (node/test/integration/partition-statistics.test.ts).
  * The day bounds cannot be hidden so (the planner
  * prunes partitions by them): their estimate needs the partition's
- * statistics, which migrations/000021 sees to.
+ * statistics, which migrations/000021 sees to. Since the batch's rows come
+ * from cf_start_batch and cf_complete_batch, estimated at one row
+ * (migrations/000022), that estimate alone keeps the probes in each of those
+ * cases; the CASE stays as a second guard.
  */
 const unestimated = (test: string) => `CASE WHEN ${test} THEN true ELSE false END`;
 const statusIs = (status: "ARMED" | "RUNNING") => unestimated(`t.status = '${status}'`);
@@ -290,9 +293,11 @@ const statusIs = (status: "ARMED" | "RUNNING") => unestimated(`t.status = '${sta
  * → one row per task started (id, token, attempt, max_attempts, timeout_ms,
  *   run_at_ms, lease_expires_at_ms). A task named twice is updated once (the
  *   caller answers the second `stale`).
+ * `table`: `tasks`, or the one partition that holds every run_at of the batch
+ * (the worker's prepared form: execution-batches.ts).
  */
-export const START_MANY = `
-UPDATE tasks t
+export const startMany = (table: string) => `
+UPDATE ${table} t
    SET status = 'RUNNING',
        attempt = t.attempt + 1,
        lease_owner = $5,
@@ -300,7 +305,7 @@ UPDATE tasks t
        dispatched_at = ${sqlTimestamptz("r.dispatched_ms")},
        started_at = ${sqlTimestamptz("r.now_ms")},
        updated_at = ${sqlTimestamptz("r.now_ms")}
-  FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::float8[], $6::float8[], $10::float8[])
+  FROM cf_start_batch($1::uuid[], $2::uuid[], $3::bigint[], $4::float8[], $6::float8[], $10::float8[])
        AS r (tenant_id, id, token, run_at_ms, now_ms, dispatched_ms)
  WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
    AND ${statusIs("ARMED")} AND t.run_at = ${sqlTimestamptz("r.run_at_ms")}
@@ -308,6 +313,7 @@ UPDATE tasks t
    AND ${unestimated("t.run_at <= now()")}
 RETURNING t.id, t.fencing_token::text AS token, t.attempt, t.max_attempts, t.timeout_ms,
           ${sqlEpochMs("t.run_at")} AS run_at_ms, ${sqlEpochMs("t.lease_expires_at")} AS lease_expires_at_ms`;
+export const START_MANY = startMany("tasks");
 
 /**
  * complete-many: one fenced completion per row, in one statement.
@@ -317,22 +323,23 @@ RETURNING t.id, t.fencing_token::text AS token, t.attempt, t.max_attempts, t.tim
  * → one row (id, token, run_at_ms, workflow_id) per task completed.
  * `outsideWorkflows`: only tasks of no workflow, which need no release in the
  * same transaction, so the statement may run on its own (autocommit).
+ * `table`: as startMany's.
  */
-const completeMany = (outsideWorkflows: boolean) => `
-UPDATE tasks t
+export const completeMany = (table: string, outsideWorkflows: boolean) => `
+UPDATE ${table} t
    SET status = 'COMPLETED',
        result = r.result::jsonb,
        lease_expires_at = NULL,
        completed_at = ${sqlTimestamptz("r.now_ms")},
        updated_at = ${sqlTimestamptz("r.now_ms")}
-  FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::float8[], $5::text[], $6::float8[])
+  FROM cf_complete_batch($1::uuid[], $2::uuid[], $3::bigint[], $4::float8[], $5::text[], $6::float8[])
        AS r (tenant_id, id, token, run_at_ms, result, now_ms)
  WHERE t.tenant_id = r.tenant_id AND t.id = r.id AND t.fencing_token = r.token
    AND ${statusIs("RUNNING")} AND t.run_at = ${sqlTimestamptz("r.run_at_ms")}
    AND t.run_at >= $7::timestamptz AND t.run_at < $8::timestamptz${outsideWorkflows ? `\n   AND ${unestimated("t.workflow_id IS NULL")}` : ""}
 RETURNING t.id, t.fencing_token::text AS token, ${sqlEpochMs("t.run_at")} AS run_at_ms, t.workflow_id`;
-export const COMPLETE_MANY = completeMany(false);
-export const COMPLETE_MANY_OUTSIDE_WORKFLOWS = completeMany(true);
+export const COMPLETE_MANY = completeMany("tasks", false);
+export const COMPLETE_MANY_OUTSIDE_WORKFLOWS = completeMany("tasks", true);
 
 /**
  * cancel-failed: $1 ids uuid[], $2 run_at_ms float8[] (current), $3 last_error
