@@ -48,6 +48,11 @@ export async function prepareBenchDatabase(
   await client.connect();
   try {
     await client.query(`TRUNCATE ${tables.join(", ")}`);
+    // A TRUNCATE gives each of the ~400 task partitions and their indexes a new file, which
+    // leaves a dead catalog row for each: ~1,600 per run. With autovacuum off (this machine's
+    // Postgres, bench/RESULTS.md) they pile up, and a session's later runs read a catalog
+    // several times its size (48,000 dead rows of pg_class after ~30 runs).
+    await client.query("VACUUM pg_catalog.pg_class, pg_catalog.pg_attribute, pg_catalog.pg_type");
     await client.query("CHECKPOINT");
   } finally {
     await client.end();
