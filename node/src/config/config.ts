@@ -210,6 +210,8 @@ const schema = z.object({
   workerMetricsPort: intFromEnv(0, 65535).default(9465),
   /** CF_WORKER_COALESCE_MAX: most starts (or completions) of one event-loop turn sent as one statement. */
   workerCoalesceMax: intFromEnv(1, 10_000).default(256),
+  /** CF_WORKER_COMPLETION_LINGER_MS: how long a coalesced completion waits for more (0: the next turn). */
+  workerCompletionLingerMs: intFromEnv(0, 1000).default(0),
   /** CF_WORKER_RETRY_BASE_MS: first wait before a worker asks an unavailable Postgres again (doubles up to 2 s). */
   workerRetryBaseMs: intFromEnv(1, 60_000).default(100),
   /** CF_WORKER_MAX_RETAINED: most messages a queue holds behind an unfinished one before its fetch pauses. */
@@ -370,6 +372,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   httpHandlerAllow: "CF_HTTP_HANDLER_ALLOW",
   workerMetricsPort: "CF_WORKER_METRICS_PORT",
   workerCoalesceMax: "CF_WORKER_COALESCE_MAX",
+  workerCompletionLingerMs: "CF_WORKER_COMPLETION_LINGER_MS",
   workerRetryBaseMs: "CF_WORKER_RETRY_BASE_MS",
   workerMaxRetained: "CF_WORKER_MAX_RETAINED",
   workerMaxWaiting: "CF_WORKER_MAX_WAITING",

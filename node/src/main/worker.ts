@@ -128,6 +128,7 @@ export async function startWorker(
       // Half the pool each for starts and completions: the rest of the calls queue into the
       // next statement rather than for a connection.
       coalesceMaxInFlight: Math.max(1, Math.floor(config.workerPgPoolSize / 2)),
+      completionLingerMs: config.workerCompletionLingerMs,
     });
     const executions = new ExecutionService(
       { store: new RecordingExecutionStore(store, activity), hotTier, onError },

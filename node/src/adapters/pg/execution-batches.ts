@@ -60,9 +60,15 @@ export class ExecutionBatches {
     private readonly calls: FencedCalls,
     maxBatch: number,
     maxInFlight: number,
+    completionLingerMs = 0,
   ) {
     this.starts = new Coalescer((inputs) => this.startMany(inputs), maxBatch, maxInFlight);
-    this.completions = new Coalescer((inputs) => this.completeMany(inputs), maxBatch, maxInFlight);
+    this.completions = new Coalescer(
+      (inputs) => this.completeMany(inputs),
+      maxBatch,
+      maxInFlight,
+      completionLingerMs,
+    );
   }
 
   /** The started row (as START returns it), or null: not ARMED with this token. */

@@ -72,6 +72,8 @@ export interface PgExecutionStoreOptions {
   coalesceMax?: number;
   /** Coalesced statements of each kind (starts, completions) out at once; more calls wait and join the next. */
   coalesceMaxInFlight?: number;
+  /** How long a coalesced completion waits for more after its first call (0: the next turn). */
+  completionLingerMs?: number;
 }
 
 const START = [startTask(false), startTask(true)] as const;
@@ -134,6 +136,7 @@ export class PgExecutionStore implements ExecutionStore {
         this.calls,
         max,
         options.coalesceMaxInFlight ?? Number.POSITIVE_INFINITY,
+        options.completionLingerMs ?? 0,
       );
     }
   }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { Coalescer, type Settled } from "../../../src/adapters/pg/coalescer.js";
 
 /** A flush the test answers by hand: each call's batch and a way to settle it. */
@@ -45,6 +45,31 @@ describe("Coalescer", () => {
     expect(m.calls.map((x) => x.inputs)).toEqual([[1], [2, 3, 4]]);
     m.calls[1]!.answer(m.doubled([2, 3, 4]));
     expect(await Promise.all([...later, more])).toEqual([4, 6, 8]);
+  });
+
+  it("with a linger, calls of later turns join the first until it leaves; a full batch leaves at once", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout"] });
+    try {
+      const m = manualFlush();
+      const c = new Coalescer(m.flush, 3, Number.POSITIVE_INFINITY, 20);
+      const lingering = [c.submit(1)];
+      await turn();
+      lingering.push(c.submit(2));
+      vi.advanceTimersByTime(19);
+      await turn();
+      expect(m.calls).toHaveLength(0);
+      vi.advanceTimersByTime(1);
+      expect(m.calls.map((x) => x.inputs)).toEqual([[1, 2]]);
+      const full = [c.submit(3), c.submit(4), c.submit(5)];
+      expect(m.calls.map((x) => x.inputs)).toEqual([
+        [1, 2],
+        [3, 4, 5],
+      ]);
+      for (const call of m.calls) call.answer(m.doubled(call.inputs));
+      expect(await Promise.all([...lingering, ...full])).toEqual([2, 4, 6, 8, 10]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("splits at maxBatch", async () => {
