@@ -14,6 +14,12 @@ export interface PgPoolOptions {
 }
 
 const IDLE_TIMEOUT_MS = 10 * 60_000;
+/**
+ * A connection is closed (when idle) after a day: the worker prepares its
+ * batched statements once per day's partition (execution-batches.ts), and a
+ * backend keeps every statement it prepared until its connection ends.
+ */
+const MAX_LIFETIME_S = 24 * 60 * 60;
 
 /** Opaque to everything outside adapters/pg. */
 export type PgPool = pg.Pool;
@@ -32,6 +38,7 @@ export function createPgPool(options: PgPoolOptions): PgPool {
     // a count over all ~400 task partitions planned in 383 ms on a new backend, 45 ms on a
     // warm one (bench database, 2026-12-02).
     idleTimeoutMillis: IDLE_TIMEOUT_MS,
+    maxLifetimeSeconds: MAX_LIFETIME_S,
     // Startup parameters hold before the first query. A 201 means committed
     // and flushed, whatever the server's default; the server checks that the
     // login role may assume `role`.
