@@ -115,6 +115,36 @@ describe("database roles", () => {
     );
   });
 
+  it("only the worker reaches a task partition by name, and only for its start and completion", async () => {
+    const partition = (
+      await as("chronofence_worker").query(
+        "SELECT tableoid::regclass::text AS name FROM tasks LIMIT 1",
+      )
+    ).rows[0].name as string;
+    expect(partition).toMatch(/^tasks_p[0-9]{8}$/);
+    const seen = await as("chronofence_worker").query(
+      `SELECT DISTINCT tenant_id FROM ${partition}`,
+    );
+    expect(seen.rows.length).toBeGreaterThan(0);
+    await as("chronofence_worker").query(
+      `UPDATE ${partition} SET status = status, attempt = attempt, lease_owner = 'w',
+              lease_expires_at = now(), dispatched_at = now(), started_at = now(),
+              completed_at = now(), result = '1', updated_at = now() WHERE false`,
+    );
+    for (const sql of [
+      `UPDATE ${partition} SET payload = '{}'`,
+      `UPDATE ${partition} SET fencing_token = 1`,
+      `UPDATE ${partition} SET run_at = run_at`,
+      `DELETE FROM ${partition}`,
+      `INSERT INTO ${partition} (id, run_at) SELECT id, run_at FROM ${partition} LIMIT 0`,
+    ]) {
+      await refused("chronofence_worker", sql);
+    }
+    // The API's tenant policy is on `tasks`; a partition named directly would have none.
+    for (const role of ["chronofence_api", "chronofence_dispatch", "chronofence_planner"])
+      await refused(role, `SELECT * FROM ${partition}`);
+  });
+
   it("the dispatch roles cannot write results, payloads or leases' holders away", async () => {
     for (const sql of [
       "UPDATE tasks SET result = '1'",
