@@ -206,9 +206,6 @@ const COMPLETE_OUTSIDE_WORKFLOWS: BatchStatement = {
   name: "cf_complete_many",
 };
 
-/** The prepared statements' texts, by name: built once per partition. */
-const prepared = new Map<string, string>();
-
 /** 42P01: no such table (the day's partition is gone); 42501: the role has no grant on it. */
 const PARTITION_UNUSABLE = new Set(["42P01", "42501"]);
 
@@ -226,14 +223,9 @@ async function onDayPartition(
 ): Promise<{ rows: Row[] }> {
   const day = oneDayOf(refs);
   if (day !== null) {
-    const name = `${statement.name}_${day}`;
-    let text = prepared.get(name);
-    if (text === undefined) {
-      text = statement.on(`tasks_p${day}`);
-      prepared.set(name, text);
-    }
     try {
-      return await db.query({ name, text, values });
+      const name = `${statement.name}_${day}`;
+      return await db.query({ name, text: statement.on(`tasks_p${day}`), values });
     } catch (error) {
       if (!PARTITION_UNUSABLE.has((error as { code?: string } | null)?.code ?? "")) throw error;
     }
@@ -246,9 +238,9 @@ async function onDayPartition(
  * days or lie outside the years 0–9999 (which no partition's name can hold).
  */
 function oneDayOf(refs: ReadonlyArray<{ runAtMs: number }>): string | null {
-  const start = utcDayStartMs(refs[0]!.runAtMs);
-  for (const r of refs) if (utcDayStartMs(r.runAtMs) !== start) return null;
-  const day = utcDayOfMs(start).replaceAll("-", "");
+  const { firstMs, lastMs } = runAtDays(refs);
+  if (firstMs !== lastMs) return null;
+  const day = utcDayOfMs(firstMs).replaceAll("-", "");
   return /^[0-9]{8}$/.test(day) ? day : null;
 }
 
@@ -264,13 +256,19 @@ function oneDayOf(refs: ReadonlyArray<{ runAtMs: number }>): string | null {
  * (migrations/000021).
  */
 function runAtBounds(refs: ReadonlyArray<{ runAtMs: number }>): [string, string] {
+  const { firstMs, lastMs } = runAtDays(refs);
+  return [isoOfMs(firstMs), isoOfMs(lastMs + DAY_MS)];
+}
+
+/** The starts of the UTC days of the refs' earliest and latest run_at. */
+function runAtDays(refs: ReadonlyArray<{ runAtMs: number }>): { firstMs: number; lastMs: number } {
   let min = Number.POSITIVE_INFINITY;
   let max = Number.NEGATIVE_INFINITY;
   for (const r of refs) {
     if (r.runAtMs < min) min = r.runAtMs;
     if (r.runAtMs > max) max = r.runAtMs;
   }
-  return [isoOfMs(utcDayStartMs(min)), isoOfMs(utcDayStartMs(max) + DAY_MS)];
+  return { firstMs: utcDayStartMs(min), lastMs: utcDayStartMs(max) };
 }
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string): T[][] {
