@@ -45,10 +45,14 @@
  * - Each list (a slot, the ready list, the overflow list) is a vector of 8-byte
  *   entries, stored in a chain of 512-byte blocks (63 entries and a next/prev
  *   header) from one shared pool of blocks; every block but the last is full.
- *   An entry is the timer's index and, above it, the low 30 bits of its due tick:
- *   when a level-L slot is emptied its deadline supplies every higher bit, so
- *   that is all a cascade needs. Overflow entries take two words (index, full
- *   due tick). Emptying a slot walks its entries in memory order: the loads do
+ *   An entry is the timer's index and, above it, what the timer's way out
+ *   needs (entryHigh): at levels 2 to 5 the low 30 bits of its due tick (when
+ *   a level-L slot is emptied its deadline supplies every higher bit); at level
+ *   1 the 6 due bits that level needs and the timer's generation; at level 0
+ *   and in the ready list the generation alone. So the cascade from level 1
+ *   and the hand-out, which nearly every timer takes, only ever write the
+ *   table, never wait to read it. Overflow entries take two words (index,
+ *   full due tick). Emptying a slot walks its entries in memory order: the loads do
  *   not depend on one another, so the CPU overlaps their cache misses, where a
  *   linked list in random memory order paid one dependent miss per timer.
  * - A table, indexed by timer, holds one u64 per timer: its generation and the
@@ -111,6 +115,9 @@ import {
   locate,
   allocateTimer,
   releaseTimer,
+  endTimer,
+  linkFree,
+  releaseRun,
   touchTable,
   resetTable,
   liveTimers,
@@ -134,11 +141,11 @@ let nextDeadline: u64 = 0;
   return <u32>((63 - clz<u64>(masked)) / SLOT_BITS);
 }
 
-/** Files live timer `i` due at `due` into the ready list, the overflow list or its slot. */
-@inline function place(i: u32, due: u64): void {
+/** Files live timer `i` (of `generation`) due at `due` into the ready list, the overflow list or its slot. */
+@inline function place(i: u32, due: u64, generation: u32): void {
   if (due <= elapsed) {
     const entry = appendSlot(READY);
-    store<u64>(entry, <u64>i);
+    store<u64>(entry, <u64>i | (<u64>generation << 32));
     locate(i, entry);
     return;
   }
@@ -154,9 +161,23 @@ let nextDeadline: u64 = 0;
   const slot = <u32>((due >> (<u64>level * SLOT_BITS)) & 63);
   const list = level * SLOTS_PER_LEVEL + slot;
   const entry = appendSlot(list);
-  store<u64>(entry, <u64>i | ((due & DUE_LOW_MASK) << 32));
+  store<u64>(entry, <u64>i | (<u64>entryHigh(level, due, generation) << 32));
   locate(i, entry);
   setOccupancy(level, occupancy(level) | ((<u64>1) << slot));
+}
+
+/**
+ * The high half of a level-L slot entry: what its timer's way out needs that the
+ * table would otherwise be read for. Level 0 needs no due bits (the slot and the
+ * position give the tick), so it keeps the generation, which the hand-out needs
+ * for the handle; level 1 needs 6 due bits and keeps the generation above them.
+ * Higher levels need up to 30 due bits, and read the generation from the table
+ * when they cascade.
+ */
+@inline function entryHigh(level: u32, due: u64, generation: u32): u32 {
+  if (level == 0) return generation;
+  if (level == 1) return (<u32>due & 63) | (generation << 6);
+  return <u32>(due & DUE_LOW_MASK);
 }
 
 /**
@@ -178,6 +199,10 @@ function overflowPullTick(): u64 {
  * reuse them. `highBits` completes the due tick of a slot's entries.
  */
 function refile(list: u32, head: usize, tail: usize, tailUsed: u32, highBits: u64): void {
+  if (list >> 6 == 1) {
+    refileLevelOne(head, tail, tailUsed, highBits);
+    return;
+  }
   const words = wordsPerEntry(list);
   let block = head;
   while (block != 0) {
@@ -188,12 +213,40 @@ function refile(list: u32, head: usize, tail: usize, tailUsed: u32, highBits: u6
       const word = load<u64>(entry);
       const i = <u32>word;
       const due = words == 2 ? load<u64>(entry, 8) : highBits | (word >> 32);
-      place(i, due);
+      place(i, due, generationOf(i));
     }
     const next = nextBlock(block);
     freeBlock(block);
     block = next;
   }
+}
+
+/**
+ * refile() for a level-1 slot, the cascade nearly every timer takes on its way
+ * out: its entries carry their generation, so the table is only written (each
+ * timer's new address), never read, and each goes to level 0 or, when due at
+ * the slot's own tick, the ready list.
+ */
+function refileLevelOne(head: usize, tail: usize, tailUsed: u32, highBits: u64): void {
+  let occupied: u64 = 0;
+  let block = head;
+  while (block != 0) {
+    const used = block == tail ? tailUsed : BLOCK_ENTRIES;
+    for (let k: u32 = 0; k < used; k++) {
+      const word = load<u64>(entryAt(block, k));
+      const i = <u32>word;
+      const high = <u32>(word >> 32);
+      const slot = high & 63; // `highBits` is the position, a multiple of 64: slot 0 is due now
+      const entry = appendSlot(slot == 0 ? READY : slot);
+      store<u64>(entry, <u64>i | (<u64>(high >> 6) << 32));
+      locate(i, entry);
+      occupied |= (<u64>1) << slot;
+    }
+    const next = nextBlock(block);
+    freeBlock(block);
+    block = next;
+  }
+  setOccupancy(0, occupancy(0) | (occupied & ~(<u64>1)));
 }
 
 /** Files every overflow timer now inside the horizon, and recomputes the exact minimum of the rest. */
@@ -257,13 +310,15 @@ function expireSlot(level: u32, slot: u32): void {
 }
 
 /**
- * A timer whose table word names level-0 slot `list` is in the ready list when
- * that slot's chain was handed over whole (expireSlot). Then the position is
- * still its due tick (advance does not move on before the ready list is empty),
- * while a timer really in a level-0 slot is due 1 to 63 ticks after it.
+ * An entry in a block of level-0 slot `list` is in the ready list when that
+ * slot's chain was handed over whole (expireSlot): the slot is then the
+ * position's own (advance does not move on before the ready list is empty),
+ * while a timer really in a level-0 slot is due 1 to 63 ticks after the
+ * position, in a later slot. Timers made ready after the hand-over may share
+ * the chain's tail block, so it is the block that tells, not the entry.
  */
-@inline function inReadyByChain(list: u32, entry: usize): bool {
-  return list < SLOTS_PER_LEVEL && (load<u64>(entry) >> 32) == (elapsed & DUE_LOW_MASK);
+@inline function inReadyByChain(list: u32): bool {
+  return list < SLOTS_PER_LEVEL && list == <u32>(elapsed & 63);
 }
 
 /** Hands out timers from the head of the ready list, skipping tombstones; frees the blocks it empties. */
@@ -272,22 +327,27 @@ function drainReady(count: u32): u32 {
   let block = headOf(h);
   if (block == 0) return count;
   const tail = tailOf(h);
+  const start = count;
   let k = headConsumedOf(h);
-  let length = lengthOf(h);
+  let tombstones: u32 = 0;
+  let first: u32 = NO_TIMER; // the timers released here, linked in hand-out order
+  let last: u32 = NO_TIMER;
   while (count < IO_CAPACITY) {
     const used = block == tail ? tailUsedOf(h) : BLOCK_ENTRIES;
-    touchTable(block, k, used, 1);
     while (k < used && count < IO_CAPACITY) {
-      const i = <u32>load<u64>(entryAt(block, k));
+      const word = load<u64>(entryAt(block, k));
       k++;
+      const i = <u32>word;
       if (i == NO_TIMER) {
-        readyTombstones--;
+        tombstones++;
         continue;
       }
-      const generation = generationOf(i);
+      const generation = <u32>(word >> 32);
       store<f64>(outputPtr + (<usize>count << 3), handleOf(i, generation));
-      releaseTimer(i, generation);
-      length--;
+      endTimer(i, generation);
+      if (last == NO_TIMER) first = i;
+      else linkFree(last, i);
+      last = i;
       count++;
     }
     if (k < used) break;
@@ -295,14 +355,19 @@ function drainReady(count: u32): u32 {
     freeBlock(block);
     if (block == tail) {
       clearList(h);
-      return count;
+      block = 0;
+      break;
     }
     block = next; // its back link is stale; nothing walks the ready list backwards
     k = 0;
   }
-  store<u32>(h, <u32>block, 0);
-  store<u32>(h, k, 12);
-  setLength(h, length);
+  readyTombstones -= tombstones;
+  releaseRun(first, last, count - start);
+  if (block != 0) {
+    store<u32>(h, <u32>block, 0);
+    store<u32>(h, k, 12);
+    setLength(h, lengthOf(h) - (count - start));
+  }
   return count;
 }
 
@@ -318,10 +383,11 @@ function compactReady(): void {
   while (block != 0) {
     const used = block == tail ? tailUsed : BLOCK_ENTRIES;
     for (; k < used; k++) {
-      const i = <u32>load<u64>(entryAt(block, k));
+      const word = load<u64>(entryAt(block, k));
+      const i = <u32>word;
       if (i == NO_TIMER) continue;
       const entry = appendSlot(READY);
-      store<u64>(entry, <u64>i);
+      store<u64>(entry, word);
       locate(i, entry);
     }
     const next = nextBlock(block);
@@ -353,7 +419,7 @@ export function schedule(dueTick: f64): f64 {
     releaseTimer(i, generation);
     return -1;
   }
-  place(i, <u64>dueTick);
+  place(i, <u64>dueTick, generation);
   return handleOf(i, generation);
 }
 
@@ -379,7 +445,7 @@ export function cancel(handle: f64): bool {
   if ((generation & 1) == 0 || generationOf(i) != generation) return false;
   const entry = entryOf(i);
   const list = listOfEntry(entry);
-  if (list == READY || inReadyByChain(list, entry)) {
+  if (list == READY || inReadyByChain(list)) {
     // The ready list keeps schedule order: leave a tombstone instead of moving its last entry.
     store<u64>(entry, 0);
     const h = header(READY);

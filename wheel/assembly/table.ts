@@ -84,13 +84,31 @@ function addTableBlock(first: u32): bool {
 
 /** Ends timer `i`: its generation goes even (free) and it joins the tail of the free list. */
 export function releaseTimer(i: u32, generation: u32): void {
+  endTimer(i, generation);
+  releaseRun(i, i, 1);
+}
+
+/**
+ * Makes timer `i`'s generation even (free). A plain store, not
+ * read-modify-write, so ending a timer never waits for its table word to
+ * arrive; the word's low half, its free-list link, is left empty.
+ */
+@inline export function endTimer(i: u32, generation: u32): void {
   store<u64>(tableSlot(i), (<u64>((generation + 1) & GENERATION_MASK)) << 32);
-  // A plain store, not read-modify-write: reading the last released word would
-  // make each release wait for the previous one's cache miss.
-  if (freeTail == NO_TIMER) freeHead = i;
-  else store<u32>(tableSlot(freeTail), i);
-  freeTail = i;
-  liveCount--;
+}
+
+/** Links ended timer `next` after ended timer `i`: a run of them joins the free list at once (releaseRun). */
+@inline export function linkFree(i: u32, next: u32): void {
+  store<u32>(tableSlot(i), next);
+}
+
+/** Appends a linked run of `count` ended timers, `first` to `last`, to the tail of the free list (FIFO). */
+@inline export function releaseRun(first: u32, last: u32, count: u32): void {
+  if (count == 0) return;
+  if (freeTail == NO_TIMER) freeHead = first;
+  else linkFree(freeTail, first);
+  freeTail = last;
+  liveCount -= count;
 }
 
 /**

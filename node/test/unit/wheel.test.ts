@@ -52,6 +52,29 @@ describe("Wasm TimingWheel", () => {
     },
   );
 
+  it("cancels, in the middle of a hand-out, both a timer still to come and one made ready meanwhile", () => {
+    const wheel = new TimingWheel({ nowMs: 0 });
+    const handles = Array.from(
+      wheel.scheduleMany(Array.from({ length: 2 * IO_CAPACITY + 10 }, () => 50)),
+    );
+    const pending = handles[handles.length - 1]!;
+    const seen: number[] = [];
+    let madeReady: number[] = [];
+    wheel.forEachExpired(50, (handle) => {
+      if (seen.length === 0) {
+        // Already due: these join the ready list, which is still the slot's chain of blocks.
+        madeReady = [wheel.schedule(10), wheel.schedule(20)];
+        expect(wheel.cancel(madeReady[0]!)).toBe(true);
+        expect(wheel.cancel(pending)).toBe(true);
+      }
+      seen.push(handle);
+    });
+    expect(seen).toEqual([...handles.slice(0, -1), madeReady[1]]);
+    expect(wheel.cancel(madeReady[0]!)).toBe(false);
+    expect(wheel.size).toBe(0);
+    expect(wheel.nextExpiry()).toBeNull();
+  });
+
   it("cancelMany cancels live handles and counts only those", () => {
     const wheel = new TimingWheel({ nowMs: 0 });
     const handles = wheel.scheduleMany(Array.from({ length: 10_000 }, (_, i) => 10 + i));
