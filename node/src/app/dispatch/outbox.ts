@@ -9,7 +9,7 @@
  * first task, with every task fired meanwhile, so a light load sends fewer,
  * fuller requests (and acknowledges fewer claims) for that much latency.
  * After the broker acknowledges,
- * their claims are removed from Redis (by shard). A failed request is retried
+ * their claims are removed from Redis with the next claim round (ClaimAcks). A failed request is retried
  * after a short pause, each task only while its shard's lease still holds —
  * otherwise it is dropped, and the shard's new owner publishes it.
  *
@@ -25,9 +25,10 @@ import { utf8ByteLength } from "../../domain/json-limits.js";
 import type { Clock } from "../../ports/clock.js";
 import type { DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
 import type { DispatchMetrics } from "../../ports/dispatch-metrics.js";
-import type { Claim, UndeliverableTasks } from "../../ports/dispatch-store.js";
+import type { UndeliverableTasks } from "../../ports/dispatch-store.js";
 import type { ExecutionFailure } from "../../ports/execution-store.js";
 import type { OutboundMessage, Publisher } from "../../ports/publisher.js";
+import { ClaimAcks } from "./claim-acks.js";
 
 export interface OutgoingTask {
   task: ArmedTask;
@@ -60,6 +61,8 @@ export class Outbox {
   private flushScheduled = false;
   private inFlight = 0;
   private requestsInFlight = 0;
+  /** Claims of what left, to be forgotten with the next claim round. */
+  readonly acks: ClaimAcks;
 
   constructor(
     private readonly publisher: Publisher,
@@ -68,7 +71,9 @@ export class Outbox {
     private readonly clock: Clock,
     private readonly metrics: DispatchMetrics,
     private readonly options: OutboxOptions,
-  ) {}
+  ) {
+    this.acks = new ClaimAcks(hotTier, options.onError);
+  }
 
   get size(): number {
     return this.pending.length + this.inFlight;
@@ -90,11 +95,13 @@ export class Outbox {
         this.scheduleFlush();
       });
     };
-    // Without a linger, setImmediate: everything the wheel fires in this turn joins one request.
+    // Without a linger, a microtask: the wheel fires a wake's tasks in one synchronous run, so
+    // they all join one request, and it leaves before the loop turns to anything else (a
+    // setImmediate waited for every I/O callback of the turn and the immediates before it).
     const lingerMs = this.options.lingerMs ?? 0;
     if (lingerMs > 0 && this.pending.length < this.options.maxBatchTasks)
       setTimeout(flush, lingerMs);
-    else setImmediate(flush);
+    else queueMicrotask(flush);
   }
 
   private async flush(): Promise<void> {
@@ -132,7 +139,7 @@ export class Outbox {
       this.metrics.published(messages[i]!.kind, ackedMs - task.runAtMs);
       batch[i]!.settled();
     }
-    await this.ack(batch);
+    this.ack(batch);
   }
 
   /**
@@ -195,7 +202,7 @@ export class Outbox {
       this.options.onError(new Error(`${failure.message}: ${ids}`), "publish (undeliverable)");
       // Only the claims of what was buried: a task re-armed meanwhile is its new owner's.
       const done = new Set(buried);
-      await this.ack(items.filter((i) => done.has(i.task.id)));
+      this.ack(items.filter((i) => done.has(i.task.id)));
       if (released.length > 0) {
         await this.hotTier
           .addDue(released)
@@ -227,17 +234,10 @@ export class Outbox {
     }
   }
 
-  private async ack(batch: OutgoingTask[]): Promise<void> {
-    const byShard = new Map<number, Claim[]>();
-    for (const { task, shard } of batch) {
-      const claims = byShard.get(shard);
-      const claim = { taskId: task.id, runAtMs: task.runAtMs };
-      if (claims) claims.push(claim);
-      else byShard.set(shard, [claim]);
-    }
-    // A lost ack leaves a claim behind: returned later and re-armed under a
-    // newer epoch only (a duplicate at worst, which the worker's fence absorbs).
-    await this.hotTier.ack(byShard).catch((error) => this.options.onError(error, "ack"));
+  /** Published (or buried): their claims go with the next claim round (ClaimAcks). */
+  private ack(batch: OutgoingTask[]): void {
+    for (const { task, shard } of batch)
+      this.acks.add(shard, { taskId: task.id, runAtMs: task.runAtMs });
   }
 
   private messageOf(item: OutgoingTask, nowMs: number): OutboundMessage {

@@ -118,6 +118,9 @@ describe("outbox", () => {
       },
     ]);
     expect(h.counted.undeliverable).toBe(1);
+    expect(h.acked).toEqual([]); // the claims wait for the next claim round
+    expect(h.outbox.acks.size).toBe(3);
+    await h.outbox.acks.flush(() => true);
     expect(h.acked.sort()).toEqual(["a", "b", "huge"]);
     expect(h.settled.sort()).toEqual(["a", "b", "huge"]);
     expect(h.outbox.size).toBe(0);

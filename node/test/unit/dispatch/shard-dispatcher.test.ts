@@ -60,6 +60,8 @@ function setup(
   const cancels: string[] = [];
   const armCalls: ArmBatch[][] = [];
   const givenBack: Claim[] = [];
+  const ackedWithClaim: string[] = [];
+  const ackedAlone: string[] = [];
   const sent: OutboundMessage[] = [];
   const lost: number[] = [];
   const staleRejected: Array<[number, number, string]> = [];
@@ -72,7 +74,9 @@ function setup(
   let holds = true;
   const shardOfId = (id: string) => (id.includes("/") ? Number(id.split("/")[0]) : 3);
   const hotTier: DispatchHotTier = {
-    async claim(requests, nowMs, lookaheadMs): Promise<ClaimBatch[]> {
+    async claim(requests, nowMs, lookaheadMs, _claimTtlMs, acks): Promise<ClaimBatch[]> {
+      for (const claims of acks?.values() ?? [])
+        ackedWithClaim.push(...claims.map((c) => c.taskId));
       return requests.map(({ shard, limit }) => {
         const claims = [...due]
           .filter(([id, at]) => shardOfId(id) === shard && at <= nowMs + lookaheadMs)
@@ -82,8 +86,9 @@ function setup(
         return { claims, cancelled: shard === 3 ? cancels.splice(0) : [] };
       });
     },
-    ack: async () => {
+    ack: async (byShard) => {
       if (options.failAcks) throw new Error("Command timed out");
+      for (const claims of byShard.values()) ackedAlone.push(...claims.map((c) => c.taskId));
     },
     giveBack: async (_shard, claims) => {
       givenBack.push(...claims);
@@ -161,6 +166,8 @@ function setup(
     cancels,
     armCalls,
     givenBack,
+    ackedWithClaim,
+    ackedAlone,
     sent,
     timers,
     dispatcher,
@@ -243,6 +250,40 @@ describe("shard dispatcher", () => {
     s.timers.fireDue();
     await flushed();
     expect(taskIdsOf(s.sent)).toEqual(["t0"]);
+  });
+
+  it("forgets the claims of published tasks with the next round's claim, and the rest at shutdown", async () => {
+    const s = setup();
+    s.due.set("t0", s.clock.nowMs() + 100);
+    s.due.set("t1", s.clock.nowMs() + 300);
+    await s.dispatcher.round();
+    s.clock.advance(100);
+    s.timers.fireDue();
+    await flushed();
+    expect(taskIdsOf(s.sent)).toEqual(["t0"]);
+    expect([...s.ackedWithClaim, ...s.ackedAlone]).toEqual([]);
+    await s.dispatcher.round();
+    expect(s.ackedWithClaim).toEqual(["t0"]);
+    s.clock.advance(200);
+    s.timers.fireDue();
+    await flushed();
+    await s.dispatcher.stopAll();
+    expect(s.ackedAlone).toEqual(["t1"]);
+    expect(s.ackedWithClaim).toEqual(["t0"]);
+  });
+
+  it("sends no pending ack of a shard it no longer holds: its new owner may have claimed the same members", async () => {
+    const s = setup();
+    s.due.set("t0", s.clock.nowMs() + 100);
+    await s.dispatcher.round();
+    s.clock.advance(100);
+    s.timers.fireDue();
+    await flushed();
+    expect(taskIdsOf(s.sent)).toEqual(["t0"]);
+    s.loseLease();
+    await s.dispatcher.round();
+    await s.dispatcher.stopAll();
+    expect([...s.ackedWithClaim, ...s.ackedAlone]).toEqual([]);
   });
 
   it("a full claim asks for another round at once", async () => {
