@@ -22,14 +22,12 @@ export interface DispatchHotTier {
   /**
    * Per requested shard, atomically moves ids due before nowMs + lookaheadMs
    * from due to claimed (all shards in one round trip). One batch per request, in order.
-   * `acks`, if given, are forgotten first in the same round trip, as ack() would.
    */
   claim(
     requests: readonly ClaimRequest[],
     nowMs: number,
     lookaheadMs: number,
     claimTtlMs: number,
-    acks?: ReadonlyMap<number, readonly Claim[]>,
   ): Promise<ClaimBatch[]>;
   /** Forgets claims that were published (or need nothing more), of any shards, in one round trip. */
   ack(claimsByShard: ReadonlyMap<number, readonly Claim[]>): Promise<void>;

@@ -137,33 +137,6 @@ export function hotTierContract(name: string, open: () => Promise<HotTierSubject
       expect(await dispatch.returnExpired(6, null, 100)).toBe(0);
     });
 
-    it("forgets the acks passed with a claim in the same call, of any shard, also with nothing to claim", async () => {
-      const [p, q, r] = [entry(9, NOW_MS), entry(9, NOW_MS + 1), entry(10, NOW_MS)];
-      await subject.hot.addDue([p, q, r]);
-      const [nine, ten] = await dispatch.claim(
-        [
-          { shard: 9, limit: 10 },
-          { shard: 10, limit: 10 },
-        ],
-        NOW_MS,
-        10,
-        TTL_MS,
-      );
-      const s = entry(9, NOW_MS + 2);
-      await subject.hot.addDue([s]);
-      const acks = new Map([
-        [9, [nine!.claims[0]!]],
-        [10, ten!.claims],
-      ]);
-      const [next] = await dispatch.claim([{ shard: 9, limit: 10 }], NOW_MS, 10, TTL_MS, acks);
-      expect(next!.claims).toEqual([{ taskId: s.taskId, runAtMs: s.runAtMs }]);
-      // Acked claims are gone: nothing of them comes back; q and s are still claimed.
-      expect(await dispatch.returnExpired(10, null, 100)).toBe(0);
-      await dispatch.claim([], NOW_MS, 10, TTL_MS, new Map([[9, [nine!.claims[1]!]]]));
-      expect(await dispatch.returnExpired(9, null, 100)).toBe(1);
-      expect(await dueOf(9)).toEqual([[s.taskId, s.runAtMs]]);
-    });
-
     it("returns claims whose expiry has passed, up to the limit; null returns all", async () => {
       const entries = [entry(7, NOW_MS), entry(7, NOW_MS + 1), entry(7, NOW_MS + 2)];
       await subject.hot.addDue(entries);

@@ -69,9 +69,7 @@ export class MemoryHotTier implements HotTier, DispatchHotTier, CancelNotifier {
     nowMs: number,
     lookaheadMs: number,
     claimTtlMs: number,
-    acks?: ReadonlyMap<number, readonly Claim[]>,
   ): Promise<ClaimBatch[]> {
-    if (acks) await this.ack(acks);
     return requests.map(({ shard: n, limit }) => {
       const shard = this.shard(n);
       const expiryMs = nowMs + claimTtlMs;

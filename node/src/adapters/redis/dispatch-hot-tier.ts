@@ -57,18 +57,12 @@ export class RedisDispatchHotTier implements DispatchHotTier, CancelNotifier {
     nowMs: number,
     lookaheadMs: number,
     claimTtlMs: number,
-    acks?: ReadonlyMap<number, readonly Claim[]>,
   ): Promise<ClaimBatch[]> {
-    if (requests.length === 0) {
-      if (acks) await this.ack(acks);
-      return [];
-    }
+    if (requests.length === 0) return [];
     // One pipeline: the shards' scripts stay separate (a script touches one hash slot).
     const pipeline = this.redis.pipeline() as unknown as ScriptCommands & {
       exec(): Promise<Array<[Error | null, unknown]> | null>;
-      zrem(key: string, ...members: string[]): unknown;
     };
-    const ackCommands = acks ? this.addAcks(pipeline, acks) : 0;
     for (const { shard, limit } of requests) {
       void pipeline.claim(
         dueKey(this.keyPrefix, shard),
@@ -81,10 +75,8 @@ export class RedisDispatchHotTier implements DispatchHotTier, CancelNotifier {
       );
     }
     const results = await this.run(() => pipeline.exec());
-    const failedAck = results?.slice(0, ackCommands).find(([error]) => error !== null);
-    if (failedAck) throw unavailable(failedAck[0]);
     return requests.map((_, i) => {
-      const [error, reply] = results?.[ackCommands + i] ?? [new Error("no reply"), null];
+      const [error, reply] = results?.[i] ?? [new Error("no reply"), null];
       if (error) throw unavailable(error);
       const [flat, cancelled] = reply as [string[], string[]];
       const claims: Claim[] = [];
@@ -97,24 +89,14 @@ export class RedisDispatchHotTier implements DispatchHotTier, CancelNotifier {
 
   async ack(claimsByShard: ReadonlyMap<number, readonly Claim[]>): Promise<void> {
     const pipeline = this.redis.pipeline();
-    if (this.addAcks(pipeline, claimsByShard) === 0) return;
+    for (const [shard, claims] of claimsByShard) {
+      if (claims.length > 0)
+        pipeline.zrem(claimedKey(this.keyPrefix, shard), ...claims.map(memberOf));
+    }
+    if (pipeline.length === 0) return;
     const results = await this.run(() => pipeline.exec());
     const failed = results?.find(([error]) => error !== null);
     if (failed) throw unavailable(failed[0]);
-  }
-
-  /** Queues one ZREM per shard with claims; returns how many. */
-  private addAcks(
-    pipeline: { zrem(key: string, ...members: string[]): unknown },
-    claimsByShard: ReadonlyMap<number, readonly Claim[]>,
-  ): number {
-    let commands = 0;
-    for (const [shard, claims] of claimsByShard) {
-      if (claims.length === 0) continue;
-      pipeline.zrem(claimedKey(this.keyPrefix, shard), ...claims.map(memberOf));
-      commands++;
-    }
-    return commands;
   }
 
   async giveBack(shard: number, claims: readonly Claim[]): Promise<number> {

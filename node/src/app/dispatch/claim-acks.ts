@@ -1,25 +1,37 @@
 /**
- * Claims of published tasks, waiting to be forgotten in the hot tier. They
- * leave with the next claim round's pipeline (Dispatcher.round), so a
- * published task costs no Redis write of its own: at 1,000 tasks/s in
- * direct mode, one ack went out per wake of the wheel, about a thousand
- * writes a second (bench/RESULTS.md, session 17). A round with nothing to
- * claim, a release and a shutdown send them alone (flush), and so does a
- * pile past `maxPending`.
+ * Claims of published tasks, waiting to be forgotten in the hot tier. Each
+ * claim round sends what piled up since the last one in one pipeline, beside
+ * its claim (Dispatcher.round), so a published task costs no Redis write of
+ * its own: at 1,000 tasks/s in direct mode the outbox sent one per wake of
+ * the wheel, about a thousand a second (bench/RESULTS.md, session 17). A
+ * release and a shutdown send them at once, and so does a pile past
+ * `maxPending`.
  *
  * Until it is sent a claim stays in the claimed set, as a lost ack always
  * could: after a crash it expires back to due and is armed again under a
  * newer epoch, a second envelope at worst, which the worker's fence absorbs.
- * Claims of a shard this process no longer holds are dropped, not sent: its
- * new owner has returned them to due and may have claimed the same members.
+ * Claims are kept per shard dispatcher (shard and epoch) with its
+ * `stillHolds`, and those of one that no longer holds its lease are dropped,
+ * not sent: the shard's new owner has returned them to due and may have
+ * claimed the same members.
  */
 import type { DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
 import type { Claim } from "../../ports/dispatch-store.js";
 
-export type ClaimsByShard = Map<number, Claim[]>;
+/** Whose claims: one shard dispatcher, as the outbox knows it from its tasks. */
+export interface ClaimOwner {
+  shard: number;
+  epoch: number;
+  stillHolds: () => boolean;
+}
+
+interface Pending {
+  owner: ClaimOwner;
+  claims: Claim[];
+}
 
 export class ClaimAcks {
-  private pending: ClaimsByShard = new Map();
+  private pending = new Map<string, Pending>();
   private count = 0;
 
   constructor(
@@ -32,31 +44,37 @@ export class ClaimAcks {
     return this.count;
   }
 
-  add(shard: number, claim: Claim): void {
-    const held = this.pending.get(shard);
-    if (held) held.push(claim);
-    else this.pending.set(shard, [claim]);
-    if (++this.count >= this.maxPending) void this.flush(() => true);
+  add(owner: ClaimOwner, claim: Claim): void {
+    this.keep(owner, claim);
+    if (this.count >= this.maxPending) void this.flush();
   }
 
-  /** Takes every pending claim of the shards `holds` says are still this process's. */
-  take(holds: (shard: number) => boolean): ClaimsByShard {
-    const taken: ClaimsByShard = new Map();
-    for (const [shard, claims] of this.pending) if (holds(shard)) taken.set(shard, claims);
+  /** Sends every pending claim whose owner still holds its lease; a failed send keeps them for the next. */
+  async flush(): Promise<void> {
+    const taken = [...this.pending.values()].filter((p) => p.owner.stillHolds());
     this.pending = new Map();
     this.count = 0;
-    return taken;
+    if (taken.length === 0) return;
+    const byShard = new Map<number, Claim[]>();
+    for (const { owner, claims } of taken) {
+      const shardClaims = byShard.get(owner.shard);
+      if (shardClaims) shardClaims.push(...claims);
+      else byShard.set(owner.shard, [...claims]);
+    }
+    try {
+      await this.hotTier.ack(byShard);
+    } catch (error) {
+      this.onError(error, "ack");
+      for (const { owner, claims } of taken) for (const claim of claims) this.keep(owner, claim);
+    }
   }
 
-  /** Puts back what a failed round took, to go with a later one. */
-  restore(taken: ClaimsByShard): void {
-    for (const [shard, claims] of taken) for (const claim of claims) this.add(shard, claim);
-  }
-
-  /** Sends the pending claims of held shards now, on their own. */
-  async flush(holds: (shard: number) => boolean): Promise<void> {
-    const taken = this.take(holds);
-    if (taken.size === 0) return;
-    await this.hotTier.ack(taken).catch((error: unknown) => this.onError(error, "ack"));
+  /** add() without the size check, which a failed send's claims must not set off again. */
+  private keep(owner: ClaimOwner, claim: Claim): void {
+    const key = `${owner.shard}:${owner.epoch}`;
+    const held = this.pending.get(key);
+    if (held) held.claims.push(claim);
+    else this.pending.set(key, { owner, claims: [claim] });
+    this.count++;
   }
 }

@@ -29,7 +29,7 @@
  * timers are still its own: stopping it cancels exactly those.
  */
 import type { Clock } from "../../ports/clock.js";
-import type { ClaimBatch, DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
+import type { DispatchHotTier } from "../../ports/dispatch-hot-tier.js";
 import type { DispatchMetrics } from "../../ports/dispatch-metrics.js";
 import type { ArmResult, DispatchStore } from "../../ports/dispatch-store.js";
 import type { PreciseTimers } from "../../ports/precise-timers.js";
@@ -126,14 +126,14 @@ export class Dispatcher {
     const running = this.running.get(shard);
     if (!running) return;
     await withTimeout(running.dispatcher.drain(), this.options.drainTimeoutMs);
+    await this.deps.outbox.acks.flush(); // while the shard and its lease are still ours
     await this.stopShard(shard);
-    await this.deps.outbox.acks.flush(this.deps.holdsShard); // while the lease is still ours
   }
 
   async stopAll(): Promise<void> {
     await Promise.all(this.loops.map((loop) => loop.stop()));
+    await this.deps.outbox.acks.flush();
     await Promise.allSettled([...this.running.keys()].map((shard) => this.stopShard(shard)));
-    await this.deps.outbox.acks.flush(this.deps.holdsShard);
   }
 
   /**
@@ -148,27 +148,18 @@ export class Dispatcher {
       // A shard whose adoption failed sits this round out; the others go on.
       if (r.dispatcher.wantsClaims && (await this.adopt(r))) shards.push(r);
     }
-    const { store, hotTier, clock, outbox, holdsShard } = this.deps;
-    if (shards.length === 0) {
-      await outbox.acks.flush(holdsShard);
-      return false;
-    }
+    if (shards.length === 0) return false;
+    const { store, hotTier, clock, outbox } = this.deps;
     const limit = Math.max(1, Math.ceil(this.options.claimBatchSize / shards.length));
-    // What was published since the last round is forgotten in the same round trip.
-    const acks = outbox.acks.take(holdsShard);
-    let batches: ClaimBatch[];
-    try {
-      batches = await hotTier.claim(
-        shards.map((r) => ({ shard: r.dispatcher.shard, limit })),
-        clock.nowMs(),
-        this.options.claimLookaheadMs,
-        this.options.claimTtlMs,
-        acks,
-      );
-    } catch (error) {
-      outbox.acks.restore(acks);
-      throw error;
-    }
+    // What was published since the last round is forgotten beside this round's claim.
+    const acked = outbox.acks.flush();
+    const batches = await hotTier.claim(
+      shards.map((r) => ({ shard: r.dispatcher.shard, limit })),
+      clock.nowMs(),
+      this.options.claimLookaheadMs,
+      this.options.claimTtlMs,
+    );
+    await acked;
     const toArm = shards.map((r, i) => ({
       fence: r.dispatcher.fence,
       claims: r.dispatcher.claimed(batches[i]!),

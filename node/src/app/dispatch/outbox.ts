@@ -81,10 +81,18 @@ export class Outbox {
 
   add(item: OutgoingTask): void {
     this.pending.push(item);
-    this.scheduleFlush();
+    this.scheduleFlush(true);
   }
 
-  private scheduleFlush(): void {
+  /**
+   * `fresh`: tasks just fired. Without a linger they leave in a microtask: the wheel fires a
+   * wake's tasks in one synchronous run, so they all join one request, and it leaves before
+   * the loop turns to anything else (a setImmediate waited for every I/O callback of the turn
+   * and the immediates before it). A follow-up request, for what did not fit or waited for a
+   * free slot, yields to the loop first: in direct mode a publish resolves at once, and a
+   * backlog sent from microtasks alone would hold the loop until all of it was handed over.
+   */
+  private scheduleFlush(fresh = false): void {
     if (this.flushScheduled || this.pending.length === 0) return;
     if (this.requestsInFlight >= this.options.maxInFlight) return; // the next completion flushes
     this.flushScheduled = true;
@@ -95,13 +103,11 @@ export class Outbox {
         this.scheduleFlush();
       });
     };
-    // Without a linger, a microtask: the wheel fires a wake's tasks in one synchronous run, so
-    // they all join one request, and it leaves before the loop turns to anything else (a
-    // setImmediate waited for every I/O callback of the turn and the immediates before it).
     const lingerMs = this.options.lingerMs ?? 0;
     if (lingerMs > 0 && this.pending.length < this.options.maxBatchTasks)
       setTimeout(flush, lingerMs);
-    else queueMicrotask(flush);
+    else if (fresh) queueMicrotask(flush);
+    else setImmediate(flush);
   }
 
   private async flush(): Promise<void> {
@@ -236,8 +242,8 @@ export class Outbox {
 
   /** Published (or buried): their claims go with the next claim round (ClaimAcks). */
   private ack(batch: OutgoingTask[]): void {
-    for (const { task, shard } of batch)
-      this.acks.add(shard, { taskId: task.id, runAtMs: task.runAtMs });
+    for (const item of batch)
+      this.acks.add(item, { taskId: item.task.id, runAtMs: item.task.runAtMs });
   }
 
   private messageOf(item: OutgoingTask, nowMs: number): OutboundMessage {

@@ -19,7 +19,7 @@ import { armedTask } from "./armed-task.js";
 const MAX_MESSAGE_BYTES = 4096;
 
 /** A broker that refuses any request holding a message over `brokerLimitBytes`, and counts requests. */
-function harness(brokerLimitBytes = Number.POSITIVE_INFINITY, lingerMs = 0) {
+function harness(brokerLimitBytes = Number.POSITIVE_INFINITY, lingerMs = 0, maxBatchTasks = 500) {
   const clock = new FakeClock(1_000_000);
   const sent: OutboundMessage[] = [];
   const state = { requests: 0, refusals: 0 };
@@ -60,7 +60,7 @@ function harness(brokerLimitBytes = Number.POSITIVE_INFINITY, lingerMs = 0) {
   const outbox = new Outbox(publisher, undeliverable, hotTier, clock, metrics, {
     nodeId: "me",
     maxInFlight: 1,
-    maxBatchTasks: 500,
+    maxBatchTasks,
     maxBatchBytes: 512 * 1024,
     maxMessageBytes: MAX_MESSAGE_BYTES,
     retryDelayMs: 10,
@@ -107,6 +107,26 @@ describe("outbox", () => {
     expect(h.outbox.size).toBe(0);
   });
 
+  it("sends a wake's tasks before the loop turns, but a backlog one request per turn", async () => {
+    const h = harness(Number.POSITIVE_INFINITY, 0, 2);
+    const ids = ["a", "b", "c", "d", "e", "f"];
+    let sentBeforeTheTurn = -1;
+    const counted = new Promise<void>((resolve) =>
+      setImmediate(() => {
+        sentBeforeTheTurn = h.sent.length;
+        resolve();
+      }),
+    );
+    const all = h.add(...ids.map((id) => armedTask(id, 1_000_000)));
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(idsOf(h.sent)).toEqual(["a", "b"]); // no turn of the loop needed for the first request
+    await counted;
+    expect(sentBeforeTheTurn).toBeLessThan(ids.length); // the rest waited for turns of the loop
+    await all;
+    expect(idsOf(h.sent)).toEqual(ids);
+  });
+
   it("buries an envelope over maxMessageBytes without sending it; the rest of the batch is published", async () => {
     const h = harness();
     await h.add(withPayload("a", 10), withPayload("huge", MAX_MESSAGE_BYTES), withPayload("b", 10));
@@ -120,7 +140,7 @@ describe("outbox", () => {
     expect(h.counted.undeliverable).toBe(1);
     expect(h.acked).toEqual([]); // the claims wait for the next claim round
     expect(h.outbox.acks.size).toBe(3);
-    await h.outbox.acks.flush(() => true);
+    await h.outbox.acks.flush();
     expect(h.acked.sort()).toEqual(["a", "b", "huge"]);
     expect(h.settled.sort()).toEqual(["a", "b", "huge"]);
     expect(h.outbox.size).toBe(0);
