@@ -31,7 +31,8 @@ export function embeddedPartsOf(env: Readonly<Record<string, string | undefined>
  * another --port must not collide on /metrics), it logs warnings only (its
  * banner stays readable), and on the in-process transport — which loses
  * what it holds with the process — an ARMED task nobody started is re-armed
- * after 30 s rather than 5 min. On the embedded Postgres, tasks may be due
+ * after 30 s rather than 5 min, and a publish does not linger (no broker
+ * requests to save). On the embedded Postgres, tasks may be due
  * up to 30 days ahead and partitions are kept 7 days: each day is a
  * partition, and PGlite creates and plans across hundreds of them slowly
  * (a year's 398 took 40 s to create on a loaded 2-core machine, and every
@@ -46,7 +47,7 @@ export function devDefaultsOf(
     metricsPort: 0,
     workerMetricsPort: 0,
     logLevel: "warn",
-    ...(parts.transport && { dispatchTimeoutMs: 30_000 }),
+    ...(parts.transport && { dispatchTimeoutMs: 30_000, outboxLingerMs: 0 }),
     ...(parts.postgres && { horizonDays: 30, retentionDays: 7 }),
   };
   return Object.fromEntries(

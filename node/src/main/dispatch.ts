@@ -95,7 +95,7 @@ export async function startDispatchRoles(
     maxBatchBytes: config.outboxMaxBatchBytes,
     maxMessageBytes: config.kafkaMaxMessageBytes,
     retryDelayMs: config.outboxRetryMs,
-    lingerMs: config.outboxLingerMs,
+    lingerMs: config.directQueues === "" ? config.outboxLingerMs : 0, // direct: never wait
     onError,
   });
 
