@@ -107,7 +107,10 @@ export function missingMembers(
 export interface HotTierSizes {
   due: number;
   claimed: number;
-  /** Claims whose run_at has passed: fired or firing, not yet acknowledged by the broker. */
+  /**
+   * Claims whose run_at has passed: fired or firing and not yet acknowledged by the broker, or
+   * published and waiting for the next claim round to be removed (up to about 100 ms).
+   */
   claimedPastDue: number;
 }
 

@@ -8,8 +8,8 @@
  * unless `lingerMs` asks for one: then a request leaves that long after its
  * first task, with every task fired meanwhile, so a light load sends fewer,
  * fuller requests (and acknowledges fewer claims) for that much latency.
- * After the broker acknowledges,
- * their claims are removed from Redis with the next claim round (ClaimAcks). A failed request is retried
+ * After the broker acknowledges, their claims are removed from Redis with the
+ * next claim round (ClaimAcks). A failed request is retried
  * after a short pause, each task only while its shard's lease still holds —
  * otherwise it is dropped, and the shard's new owner publishes it.
  *
