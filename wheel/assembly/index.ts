@@ -92,7 +92,6 @@ import {
   headOf,
   tailOf,
   tailUsedOf,
-  headConsumedOf,
   lengthOf,
   setList,
   setLength,
@@ -107,6 +106,7 @@ import {
   setOccupancy,
 } from "./lists";
 import { freeBlock, ensureReserve, resetPool } from "./pool";
+import { drainReady, leaveTombstone, resetReady } from "./ready";
 import {
   tableSlot,
   generationOf,
@@ -115,9 +115,6 @@ import {
   locate,
   allocateTimer,
   releaseTimer,
-  endTimer,
-  linkFree,
-  releaseRun,
   touchTable,
   resetTable,
   liveTimers,
@@ -125,7 +122,6 @@ import {
 } from "./table";
 
 let elapsed: u64 = 0;
-let readyTombstones: u32 = 0;
 let overflowMin: u64 = U64.MAX_VALUE; // a lower bound: not raised when the minimum is cancelled
 
 // Set by findNextSlot().
@@ -200,7 +196,7 @@ function overflowPullTick(): u64 {
  */
 function refile(list: u32, head: usize, tail: usize, tailUsed: u32, highBits: u64): void {
   if (list >> 6 == 1) {
-    refileLevelOne(head, tail, tailUsed, highBits);
+    refileLevelOne(head, tail, tailUsed);
     return;
   }
   const words = wordsPerEntry(list);
@@ -227,7 +223,7 @@ function refile(list: u32, head: usize, tail: usize, tailUsed: u32, highBits: u6
  * timer's new address), never read, and each goes to level 0 or, when due at
  * the slot's own tick, the ready list.
  */
-function refileLevelOne(head: usize, tail: usize, tailUsed: u32, highBits: u64): void {
+function refileLevelOne(head: usize, tail: usize, tailUsed: u32): void {
   let occupied: u64 = 0;
   let block = head;
   while (block != 0) {
@@ -321,82 +317,6 @@ function expireSlot(level: u32, slot: u32): void {
   return list < SLOTS_PER_LEVEL && list == <u32>(elapsed & 63);
 }
 
-/** Hands out timers from the head of the ready list, skipping tombstones; frees the blocks it empties. */
-function drainReady(count: u32): u32 {
-  const h = header(READY);
-  let block = headOf(h);
-  if (block == 0) return count;
-  const tail = tailOf(h);
-  const start = count;
-  let k = headConsumedOf(h);
-  let tombstones: u32 = 0;
-  let first: u32 = NO_TIMER; // the timers released here, linked in hand-out order
-  let last: u32 = NO_TIMER;
-  while (count < IO_CAPACITY) {
-    const used = block == tail ? tailUsedOf(h) : BLOCK_ENTRIES;
-    while (k < used && count < IO_CAPACITY) {
-      const word = load<u64>(entryAt(block, k));
-      k++;
-      const i = <u32>word;
-      if (i == NO_TIMER) {
-        tombstones++;
-        continue;
-      }
-      const generation = <u32>(word >> 32);
-      store<f64>(outputPtr + (<usize>count << 3), handleOf(i, generation));
-      endTimer(i, generation);
-      if (last == NO_TIMER) first = i;
-      else linkFree(last, i);
-      last = i;
-      count++;
-    }
-    if (k < used) break;
-    const next = nextBlock(block);
-    freeBlock(block);
-    if (block == tail) {
-      clearList(h);
-      block = 0;
-      break;
-    }
-    block = next; // its back link is stale; nothing walks the ready list backwards
-    k = 0;
-  }
-  readyTombstones -= tombstones;
-  releaseRun(first, last, count - start);
-  if (block != 0) {
-    store<u32>(h, <u32>block, 0);
-    store<u32>(h, k, 12);
-    setLength(h, lengthOf(h) - (count - start));
-  }
-  return count;
-}
-
-/** Rewrites the ready list without its tombstones, in the same order. */
-function compactReady(): void {
-  const h = header(READY);
-  let block = headOf(h);
-  const tail = tailOf(h);
-  const tailUsed = tailUsedOf(h);
-  let k = headConsumedOf(h);
-  clearList(h);
-  readyTombstones = 0;
-  while (block != 0) {
-    const used = block == tail ? tailUsed : BLOCK_ENTRIES;
-    for (; k < used; k++) {
-      const word = load<u64>(entryAt(block, k));
-      const i = <u32>word;
-      if (i == NO_TIMER) continue;
-      const entry = appendSlot(READY);
-      store<u64>(entry, word);
-      locate(i, entry);
-    }
-    const next = nextBlock(block);
-    freeBlock(block); // read to the end first: appendSlot may take this block next
-    block = next;
-    k = 0;
-  }
-}
-
 // ---- exports ------------------------------------------------------------------
 
 /** Resets the wheel with its position at `nowTick`. Call once before anything else. */
@@ -404,7 +324,7 @@ export function init(nowTick: f64): bool {
   if (!resetPool()) return false;
   memory.fill(occupancyPtr, 0, poolBase - occupancyPtr);
   elapsed = <u64>nowTick;
-  readyTombstones = 0;
+  resetReady();
   overflowMin = U64.MAX_VALUE;
   return resetTable() && ensureReserve();
 }
@@ -446,12 +366,7 @@ export function cancel(handle: f64): bool {
   const entry = entryOf(i);
   const list = listOfEntry(entry);
   if (list == READY || inReadyByChain(list)) {
-    // The ready list keeps schedule order: leave a tombstone instead of moving its last entry.
-    store<u64>(entry, 0);
-    const h = header(READY);
-    setLength(h, lengthOf(h) - 1);
-    readyTombstones++;
-    if (readyTombstones > lengthOf(h) + BLOCK_ENTRIES) compactReady();
+    leaveTombstone(entry);
   } else {
     removeEntry(list, entry);
   }

@@ -172,6 +172,12 @@ function setup(
     loseLease: () => {
       holds = false;
     },
+    /** Moves the clock on, fires what fell due and lets the outbox send it. */
+    elapse: async (ms: number) => {
+      clock.advance(ms);
+      timers.fireDue();
+      await flushed();
+    },
   };
 }
 
@@ -253,16 +259,12 @@ describe("shard dispatcher", () => {
     s.due.set("t0", s.clock.nowMs() + 100);
     s.due.set("t1", s.clock.nowMs() + 300);
     await s.dispatcher.round();
-    s.clock.advance(100);
-    s.timers.fireDue();
-    await flushed();
+    await s.elapse(100);
     expect(taskIdsOf(s.sent)).toEqual(["t0"]);
     expect(s.acked).toEqual([]);
     await s.dispatcher.round();
     expect(s.acked).toEqual(["t0"]);
-    s.clock.advance(200);
-    s.timers.fireDue();
-    await flushed();
+    await s.elapse(200);
     await s.dispatcher.stopAll();
     expect(s.acked).toEqual(["t0", "t1"]);
   });
@@ -271,9 +273,7 @@ describe("shard dispatcher", () => {
     const s = setup();
     s.due.set("t0", s.clock.nowMs() + 100);
     await s.dispatcher.round();
-    s.clock.advance(100);
-    s.timers.fireDue();
-    await flushed();
+    await s.elapse(100);
     expect(taskIdsOf(s.sent)).toEqual(["t0"]);
     s.loseLease();
     await s.dispatcher.round();
