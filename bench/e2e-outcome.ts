@@ -49,6 +49,7 @@ export function executionOutcome(
   const byId = new Map(rows.map((row) => [row.id, row]));
   const starts: number[] = [];
   const sinceDispatch: number[] = [];
+  const toDispatch: number[] = [];
   const completions: number[] = [];
   const notCompleted: Record<string, number> = {};
   let unfinished = 0;
@@ -64,12 +65,17 @@ export function executionOutcome(
       continue;
     }
     starts.push(row.started_at_ms - row.run_at_ms);
-    if (row.dispatched_at_ms !== null) sinceDispatch.push(row.started_at_ms - row.dispatched_at_ms);
+    if (row.dispatched_at_ms !== null) {
+      sinceDispatch.push(row.started_at_ms - row.dispatched_at_ms);
+      toDispatch.push(row.dispatched_at_ms - row.run_at_ms);
+    }
     if (row.attempt > 1) duplicates++;
     completions.push(row.completed_at_ms!);
   }
   return {
     workerStart: latenessOf(starts),
+    /** From run_at to the envelope of the started attempt: the dispatcher's side. */
+    runAtToDispatched: latenessOf(toDispatch),
     /** From the dispatcher's envelope to the worker's fenced start: the transport and the worker's intake. */
     dispatchedToStart: latenessOf(sinceDispatch),
     completed: starts.length,

@@ -6,7 +6,7 @@
  * same load with the same delays to BullMQ's delayed jobs on the same Redis
  * (bench/peers/bullmq.ts) and prints both side by side.
  *
- *   npm run bench:e2e -- --rate 5000 --seconds 10 [--json] [--no-peer | --peer-only] [--embedded | --direct]
+ *   npm run bench:e2e -- --rate 5000 --seconds 10 [--json] [--no-peer | --peer-only] [--embedded | --direct] [--no-probe]
  *   npm run bench:e2e -- --find-max [--from 500] [--seconds 10] [--json] [--direct] [--no-peer]
  *
  * --embedded offers the same load to `chronofence dev` on the embedded
@@ -18,9 +18,16 @@
  * worker in memory, no Kafka), on the same Postgres and Redis; `publish` is
  * then not measured, and the broker's CPU is not counted (nothing uses it).
  *
+ * --no-probe leaves out the bench's own Kafka consumer (`publish`, below):
+ * it costs the bench about 0.1 core at 5,000/s and the broker serves its
+ * fetches too, on a machine BullMQ's run does not share with one. Then
+ * `publish` is null and `run_at_to_dispatched_at` comes from Postgres.
+ *
  * Where each number comes from:
  *  - publish: a Kafka consumer of its own group in this process, arrival − run_at
  *    of each task's first envelope (as bench:dispatch).
+ *  - run_at_to_dispatched_at: from that consumer (each task's first
+ *    envelope), or with --no-probe from Postgres (the started attempt's).
  *  - worker_start: tasks.started_at − tasks.run_at, read from Postgres after
  *    the run. started_at is the worker's clock at its fenced start, stored
  *    per task with microsecond precision, so the percentiles are exact; the
@@ -98,6 +105,7 @@ const { values: args } = parseArgs({
     "peer-only": { type: "boolean", default: false },
     embedded: { type: "boolean", default: false },
     direct: { type: "boolean", default: false },
+    "no-probe": { type: "boolean", default: false },
     "metrics-port": { type: "string", default: "18092" },
     "find-max": { type: "boolean", default: false },
     from: { type: "string", default: "500" },
@@ -108,6 +116,8 @@ const seconds = Number(args.seconds);
 const leadMs = Number(args["lead-ms"]);
 const spreadMs = Number(args["spread-ms"]);
 const drainMs = Number(args["drain-ms"]);
+/** The arrival consumer: a consumer group of the bench's own, which the broker serves too. */
+const probing = !args.direct && !args["no-probe"];
 const workerProcesses = Number(args.workers);
 const port = Number(args.port);
 const baseUrl = `http://127.0.0.1:${port}`;
@@ -208,7 +218,7 @@ async function runChronofence() {
     const roles = await startRoles(children);
     const arrivals = new Map<string, Arrival>();
     const publishEarly = { count: 0 };
-    const consumer = args.direct
+    const consumer = !probing
       ? null
       : await startArrivalConsumer(BROKERS, TOPIC_PREFIX, arrivals, publishEarly);
     const pids: Record<string, number> = {
@@ -268,10 +278,10 @@ async function runChronofence() {
       rejected: load.rejected,
       not_sent_backpressure: load.notSent,
       ingest_ack: load.ingest,
-      publish: args.direct
-        ? null
-        : { ...publish.toConsumer, published_per_s: publish.perS, not_published: publish.lost },
-      run_at_to_dispatched_at: args.direct ? null : publish.toBroker,
+      publish: probing
+        ? { ...publish.toConsumer, published_per_s: publish.perS, not_published: publish.lost }
+        : null,
+      run_at_to_dispatched_at: probing ? publish.toBroker : execution.runAtToDispatched,
       worker_start: execution.workerStart,
       dispatched_at_to_worker_start: execution.dispatchedToStart,
       completed: execution.completed,

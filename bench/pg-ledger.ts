@@ -49,8 +49,9 @@ export async function markLedger(db: pg.Client): Promise<LedgerMark> {
   for (const row of (await db.query(TABLES)).rows) tables.set(row.name, row);
   const walLsn = await db
     .query("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+    // The flushed position: pg_get_wal_stats refuses an end past it ("cannot accept future end LSN").
     .then(
-      async () => (await db.query("SELECT pg_current_wal_insert_lsn()::text AS lsn")).rows[0].lsn,
+      async () => (await db.query("SELECT pg_current_wal_flush_lsn()::text AS lsn")).rows[0].lsn,
     )
     .catch(() => null); // not installed: the WAL part is left out
   return { tables, walLsn, statements: await markStatements(db) };

@@ -255,11 +255,14 @@ export async function offerThroughApi(offer: ApiOffer, accepted: Map<string, num
 }
 
 /**
- * Node flags that make a role write V8 profiles: BENCH_PROFILE_DIR=dir a CPU
+ * Node flags for every role: BENCH_PROFILE_DIR=dir makes each write a CPU
  * profile, BENCH_HEAP_PROFILE_DIR=dir a sampling heap profile of every
- * allocation (heap-sampler.ts: where the garbage collector's work comes from).
+ * allocation (heap-sampler.ts: where the garbage collector's work comes from),
+ * and BENCH_NODE_ARGS adds V8 flags to try (space-separated; some, such as
+ * --single-threaded-gc, are refused in NODE_OPTIONS).
  */
 export const profileNodeArgs = (): string[] => [
+  ...(process.env.BENCH_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []),
   ...(process.env.BENCH_PROFILE_DIR
     ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
     : []),
