@@ -20,8 +20,9 @@
  *
  * --no-probe leaves out the bench's own Kafka consumer (`publish`, below):
  * it costs the bench about 0.1 core at 5,000/s and the broker serves its
- * fetches too, on a machine BullMQ's run does not share with one. Then
- * `publish` is null and `run_at_to_dispatched_at` comes from Postgres.
+ * fetches too, load on a saturated machine that BullMQ's run does not
+ * carry. Then `publish` is null and `run_at_to_dispatched_at` comes from
+ * Postgres.
  *
  * Where each number comes from:
  *  - publish: a Kafka consumer of its own group in this process, arrival − run_at
@@ -218,9 +219,9 @@ async function runChronofence() {
     const roles = await startRoles(children);
     const arrivals = new Map<string, Arrival>();
     const publishEarly = { count: 0 };
-    const consumer = !probing
-      ? null
-      : await startArrivalConsumer(BROKERS, TOPIC_PREFIX, arrivals, publishEarly);
+    const consumer = probing
+      ? await startArrivalConsumer(BROKERS, TOPIC_PREFIX, arrivals, publishEarly)
+      : null;
     const pids: Record<string, number> = {
       api: roles.api.pid!,
       [args.direct ? "node" : "dispatcher"]: roles.dispatcher.pid!,
