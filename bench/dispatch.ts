@@ -23,7 +23,7 @@ import {
   offerThroughApi,
   openLoopOptions,
   prepareBenchDatabase,
-  profileNodeArgs,
+  roleNodeArgs,
   publishOutcome,
   readyMetricsPort,
   round,
@@ -68,7 +68,7 @@ async function startDispatcher(): Promise<{ process: ChildProcess; metricsPort: 
   const dispatcher = child(
     "dispatcher,preloader,reconciler",
     { CF_METRICS_PORT: "0" },
-    profileNodeArgs(),
+    roleNodeArgs(),
   );
   return { process: dispatcher, metricsPort: await readyMetricsPort(dispatcher, "dispatcher") };
 }

@@ -20,7 +20,7 @@ import {
   cpuUsPerTask,
   maxOf,
   offerThroughApi,
-  profileNodeArgs,
+  roleNodeArgs,
   root,
   waitUntil,
 } from "./support.js";
@@ -50,7 +50,7 @@ export async function runEmbedded(run: EmbeddedRun) {
   const cli = path.join(root, "bin/chronofence.js");
   const dev = spawn(
     process.execPath,
-    [...profileNodeArgs(), cli, "dev", "--data-dir", dataDir, "--port", String(run.port)],
+    [...roleNodeArgs(), cli, "dev", "--data-dir", dataDir, "--port", String(run.port)],
     { env, stdio: ["ignore", "pipe", "inherit"] },
   );
   const exited = new Promise<number | null>((resolve) => dev.once("exit", resolve));

@@ -84,7 +84,7 @@ import {
   offerThroughApi,
   openLoopOptions,
   prepareBenchDatabase,
-  profileNodeArgs,
+  roleNodeArgs,
   publishOutcome,
   readyMetricsPort,
   round,
@@ -117,7 +117,7 @@ const seconds = Number(args.seconds);
 const leadMs = Number(args["lead-ms"]);
 const spreadMs = Number(args["spread-ms"]);
 const drainMs = Number(args["drain-ms"]);
-/** The arrival consumer: a consumer group of the bench's own, which the broker serves too. */
+/** Whether the bench runs its arrival consumer (a consumer group of its own, which the broker serves too). */
 const probing = !args.direct && !args["no-probe"];
 const workerProcesses = Number(args.workers);
 const port = Number(args.port);
@@ -149,7 +149,7 @@ const child = (roles: string, env: Record<string, string> = {}): ChildProcess =>
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "error",
       ...env,
     },
-    profileNodeArgs(), // BENCH_PROFILE_DIR=dir: every role writes a CPU profile there
+    roleNodeArgs(), // BENCH_PROFILE_DIR=dir: every role writes a CPU profile there
   );
 
 /**

@@ -261,7 +261,7 @@ export async function offerThroughApi(offer: ApiOffer, accepted: Map<string, num
  * and BENCH_NODE_ARGS adds V8 flags to try (space-separated; some, such as
  * --single-threaded-gc, are refused in NODE_OPTIONS).
  */
-export const profileNodeArgs = (): string[] => [
+export const roleNodeArgs = (): string[] => [
   ...(process.env.BENCH_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []),
   ...(process.env.BENCH_PROFILE_DIR
     ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
