@@ -1,5 +1,5 @@
 /**
- * `npm run bench:e2e -- --find-max [--from R0] [--seconds S] [--json] [--direct] [--no-peer]`:
+ * `npm run bench:e2e -- --find-max [--from R0] [--seconds S] [--json] [--direct | --one-process] [--no-peer]`:
  * each system's highest sustained rate. For Chronofence and then BullMQ,
  * offers R0, then a quarter more each step (rounded to 100/s), one
  * `bench:e2e` run per step in a child process of its own (so one step's
@@ -7,7 +7,7 @@
  * completions over the plateau under 98 % of the offered rate, or
  * worker-start p99 over 1 s. A system's maximum is its last passing rate
  * (null when the first step fails); every step's figures are in the report.
- * --direct steps Chronofence in direct mode (bench/e2e.ts); --no-peer skips BullMQ.
+ * --direct (or --one-process) steps Chronofence in that mode (bench/e2e.ts); --no-peer skips BullMQ.
  */
 import { execFile } from "node:child_process";
 import os from "node:os";
@@ -58,6 +58,7 @@ const e2eScript = fileURLToPath(new URL("./e2e.js", import.meta.url));
 
 export interface FindMaxOptions {
   direct: boolean;
+  oneProcess: boolean;
   peer: boolean;
 }
 
@@ -69,7 +70,8 @@ function runStep(
 ): Promise<StepFigures | null> {
   const which = system === "chronofence" ? "--no-peer" : "--peer-only";
   const argv = [e2eScript, "--rate", String(rate), "--seconds", String(seconds), "--json", which];
-  if (system === "chronofence" && options.direct) argv.push("--direct");
+  if (system === "chronofence" && options.oneProcess) argv.push("--one-process");
+  else if (system === "chronofence" && options.direct) argv.push("--direct");
   return new Promise((resolve) => {
     execFile(process.execPath, argv, { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       const last = stdout.trim().split("\n").pop() ?? "";
@@ -137,6 +139,7 @@ export async function findMax(
         criteria: FIND_MAX,
         cores: os.cpus().length,
         direct: options.direct,
+        one_process: options.oneProcess,
         chronofence,
         bullmq,
       }),

@@ -6,8 +6,8 @@
  * same load with the same delays to BullMQ's delayed jobs on the same Redis
  * (bench/peers/bullmq.ts) and prints both side by side.
  *
- *   npm run bench:e2e -- --rate 5000 --seconds 10 [--json] [--no-peer | --peer-only] [--embedded | --direct] [--no-probe]
- *   npm run bench:e2e -- --find-max [--from 500] [--seconds 10] [--json] [--direct] [--no-peer]
+ *   npm run bench:e2e -- --rate 5000 --seconds 10 [--json] [--no-peer | --peer-only] [--embedded | --direct | --one-process] [--no-probe]
+ *   npm run bench:e2e -- --find-max [--from 500] [--seconds 10] [--json] [--direct | --one-process] [--no-peer]
  *
  * --embedded offers the same load to `chronofence dev` on the embedded
  * default instead (one process; PGlite, in-process hot tier and transport:
@@ -17,6 +17,10 @@
  * queue direct (CF_DIRECT_QUEUES: fired envelopes go to the process's own
  * worker in memory, no Kafka), on the same Postgres and Redis; `publish` is
  * then not measured, and the broker's CPU is not counted (nothing uses it).
+ *
+ * --one-process is --direct with the API in that process too: every role
+ * of a single-node deployment in one Node process (`run --roles
+ * api,dispatcher,preloader,reconciler,worker`), as `node` in the cores.
  *
  * --no-probe leaves out the bench's own Kafka consumer (`publish`, below):
  * it costs the bench about 0.1 core at 5,000/s and the broker serves its
@@ -106,6 +110,7 @@ const { values: args } = parseArgs({
     "peer-only": { type: "boolean", default: false },
     embedded: { type: "boolean", default: false },
     direct: { type: "boolean", default: false },
+    "one-process": { type: "boolean", default: false },
     "no-probe": { type: "boolean", default: false },
     "metrics-port": { type: "string", default: "18092" },
     "find-max": { type: "boolean", default: false },
@@ -117,8 +122,11 @@ const seconds = Number(args.seconds);
 const leadMs = Number(args["lead-ms"]);
 const spreadMs = Number(args["spread-ms"]);
 const drainMs = Number(args["drain-ms"]);
+/** --one-process: direct mode with the API in the node's process too. */
+const oneProcess = args["one-process"];
+const direct = args.direct || oneProcess;
 /** Whether the bench runs its arrival consumer (a consumer group of its own, which the broker serves too). */
-const probing = !args.direct && !args["no-probe"];
+const probing = !direct && !args["no-probe"];
 const workerProcesses = Number(args.workers);
 const port = Number(args.port);
 const baseUrl = `http://127.0.0.1:${port}`;
@@ -173,10 +181,26 @@ interface Roles {
 }
 
 async function startRoles(children: ChildProcess[]): Promise<Roles> {
+  if (oneProcess) {
+    const node = child("api,dispatcher,preloader,reconciler,worker", {
+      ...SINGLE_TENANT_WORKER,
+      CF_DIRECT_QUEUES: TOPICS.join(","),
+      PORT: String(port),
+    });
+    children.push(node);
+    const metricsPort = await readyMetricsPort(node, "node", /roles=worker metrics_port=(\d+)/);
+    await waitForApi(node, baseUrl, 200);
+    return {
+      api: node,
+      dispatcher: node,
+      dispatcherMetricsPort: null,
+      workers: [{ process: node, metricsPort }],
+    };
+  }
   const api = child("api", { PORT: String(port) });
   children.push(api);
   await waitForApi(api, baseUrl, 200);
-  if (args.direct) {
+  if (direct) {
     const node = child("dispatcher,preloader,reconciler,worker", {
       ...SINGLE_TENANT_WORKER,
       CF_DIRECT_QUEUES: TOPICS.join(","),
@@ -222,12 +246,15 @@ async function runChronofence() {
     const consumer = probing
       ? await startArrivalConsumer(BROKERS, TOPIC_PREFIX, arrivals, publishEarly)
       : null;
-    const pids: Record<string, number> = {
-      api: roles.api.pid!,
-      [args.direct ? "node" : "dispatcher"]: roles.dispatcher.pid!,
-      bench: process.pid,
-    };
-    if (!args.direct) {
+    // One process may hold several roles: each pid is counted once, under its first name.
+    const pids: Record<string, number> = oneProcess
+      ? { node: roles.api.pid!, bench: process.pid }
+      : {
+          api: roles.api.pid!,
+          [direct ? "node" : "dispatcher"]: roles.dispatcher.pid!,
+          bench: process.pid,
+        };
+    if (!direct) {
       roles.workers.forEach((w, i) => {
         pids[`worker_${i}`] = w.process.pid!;
       });
@@ -302,7 +329,7 @@ async function runChronofence() {
         cpuBefore,
         cpuAfter,
         execution.completed,
-        (group) => group !== "bench" && group !== "other" && !(args.direct && group === "kafka"),
+        (group) => group !== "bench" && group !== "other" && !(direct && group === "kafka"),
       ),
       pg_ledger: await stopThenLedger(children, db, ledgerBefore, accepted.size),
     };
@@ -359,7 +386,8 @@ function line(name: string, l: Lateness | null): string {
 async function main(): Promise<void> {
   if (args["find-max"])
     return findMax(Number(args.from), seconds, args.json, {
-      direct: args.direct,
+      direct,
+      oneProcess,
       peer: !args["no-peer"],
     });
   const loadAvgBefore = os.loadavg().map(round);
@@ -384,9 +412,11 @@ async function main(): Promise<void> {
   if (ours) {
     const shape = args.embedded
       ? "chronofence dev on the embedded default: one process"
-      : args.direct
-        ? "direct: the dispatch roles and the worker in one process, every queue in memory"
-        : `${workerProcesses} worker process(es)`;
+      : oneProcess
+        ? "one process: the API, the dispatch roles and the worker, every queue in memory"
+        : direct
+          ? "direct: the dispatch roles and the worker in one process, every queue in memory"
+          : `${workerProcesses} worker process(es)`;
     log(
       `Chronofence (${shape}, standard concurrency ` +
         `${SINGLE_TENANT_WORKER.CF_WORKER_CONCURRENCY_STANDARD}, per tenant ` +
@@ -459,7 +489,8 @@ async function main(): Promise<void> {
         offered_per_s: ratePerS,
         seconds,
         embedded: args.embedded,
-        direct: args.direct,
+        direct,
+        one_process: oneProcess,
         run_at_lead_ms: [leadMs, leadMs + spreadMs],
         load_avg_before: loadAvgBefore,
         cores: os.cpus().length,

@@ -4,6 +4,7 @@
  * process on the real Postgres and Redis, the API in the test process.
  *  - every queue direct: tasks run with no broker at all (KAFKA_BROKERS
  *    points at a port nobody listens on), each started once, by this node;
+ *  - with the API in the same process (a single node's every role);
  *  - one queue direct: its envelopes never reach Kafka, the others' do;
  *  - kill -9 with an envelope held in memory (armed, waiting for its
  *    tenant's only slot): nothing is lost. The reconciler re-arms it under a
@@ -14,6 +15,7 @@ import { Kafka, logLevel } from "kafkajs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { TOPICS, topicName } from "../../src/domain/envelope.js";
 import { type ApiFixture, startApiFixture, submitTask } from "./support/api.js";
+import { freePort } from "./support/free-port.js";
 import { newTopicPrefix, requireKafka, TEST_KAFKA_BROKERS } from "./support/kafka.js";
 import { PIPELINE_TIMINGS } from "./support/pipeline.js";
 import { fixtureEnv, killRolesChildren, startRolesChild } from "./support/roles-child.js";
@@ -22,6 +24,7 @@ import { withPg } from "./support/services.js";
 const DISPATCH_TIMEOUT_MS = 5000;
 const ALL_QUEUES = TOPICS.join(",");
 const NO_BROKER = "127.0.0.1:9";
+const DIRECT_ROLES = "dispatcher,preloader,reconciler,worker";
 
 let fixture: ApiFixture;
 
@@ -37,8 +40,8 @@ afterAll(async () => {
   await fixture?.stop();
 });
 
-const node = (nodeId: string, env: Record<string, string>) =>
-  startRolesChild("dispatcher,preloader,reconciler,worker", {
+const node = (nodeId: string, env: Record<string, string>, roles = DIRECT_ROLES) =>
+  startRolesChild(roles, {
     ...fixtureEnv(fixture, nodeId),
     CF_METRICS_PORT: "0",
     CF_WORKER_METRICS_PORT: "0",
@@ -112,6 +115,33 @@ describe("direct mode", () => {
     const ids = await Promise.all(
       Array.from({ length: 30 }, (_, i) =>
         submit({ type: "noop", run_at: runAt(500 + i * 20), priority: priorities[i % 3] }),
+      ),
+    );
+    await allCompleted(ids);
+    for (const row of await rowsOf(ids)) {
+      expect(row).toMatchObject({ attempt: 1, lease_owner: a.nodeId, early: false });
+    }
+  }, 120_000);
+
+  it("runs with the API in the same process: tasks submitted to it run there, once, never early", async () => {
+    const port = await freePort();
+    const env = { CF_DIRECT_QUEUES: ALL_QUEUES, KAFKA_BROKERS: NO_BROKER, PORT: String(port) };
+    const a = await node("direct-api", env, `api,${DIRECT_ROLES}`);
+    // The API starts after the other roles' `ready` lines.
+    const baseUrl = `http://127.0.0.1:${port}`;
+    await expect
+      .poll(
+        () =>
+          fetch(`${baseUrl}/healthz`).then(
+            (r) => r.status,
+            () => 0,
+          ),
+        { timeout: 30_000 },
+      )
+      .toBe(200);
+    const ids = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        submitTask(baseUrl, fixture.tenant.apiKey, { type: "noop", run_at: runAt(300 + i * 20) }),
       ),
     );
     await allCompleted(ids);

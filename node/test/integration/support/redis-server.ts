@@ -1,23 +1,12 @@
 /** A throw-away redis-server of the test's own (on a free port), for tests that FLUSHALL or stop Redis. */
 import { type ChildProcess, spawn } from "node:child_process";
-import net from "node:net";
 import { Redis } from "ioredis";
+import { freePort } from "./free-port.js";
 import { waitUntil } from "./wait.js";
 
 export interface OwnRedis {
   url: string;
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export async function startOwnRedis(): Promise<OwnRedis> {
