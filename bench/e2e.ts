@@ -181,40 +181,11 @@ interface Roles {
 }
 
 async function startRoles(children: ChildProcess[]): Promise<Roles> {
-  if (oneProcess) {
-    const node = child("api,dispatcher,preloader,reconciler,worker", {
-      ...SINGLE_TENANT_WORKER,
-      CF_DIRECT_QUEUES: TOPICS.join(","),
-      PORT: String(port),
-    });
-    children.push(node);
-    const metricsPort = await readyMetricsPort(node, "node", /roles=worker metrics_port=(\d+)/);
-    await waitForApi(node, baseUrl, 200);
-    return {
-      api: node,
-      dispatcher: node,
-      dispatcherMetricsPort: null,
-      workers: [{ process: node, metricsPort }],
-    };
-  }
+  if (oneProcess) return startDirectNode(children, null);
   const api = child("api", { PORT: String(port) });
   children.push(api);
   await waitForApi(api, baseUrl, 200);
-  if (direct) {
-    const node = child("dispatcher,preloader,reconciler,worker", {
-      ...SINGLE_TENANT_WORKER,
-      CF_DIRECT_QUEUES: TOPICS.join(","),
-    });
-    children.push(node);
-    // Its dispatch roles print `ready` first, then its worker: the worker's port has its metrics.
-    const metricsPort = await readyMetricsPort(node, "node", /roles=worker metrics_port=(\d+)/);
-    return {
-      api,
-      dispatcher: node,
-      dispatcherMetricsPort: null,
-      workers: [{ process: node, metricsPort }],
-    };
-  }
+  if (direct) return startDirectNode(children, api);
   const dispatcher = child("dispatcher,preloader,reconciler");
   children.push(dispatcher);
   const dispatcherMetricsPort = await readyMetricsPort(dispatcher, "dispatcher");
@@ -226,6 +197,25 @@ async function startRoles(children: ChildProcess[]): Promise<Roles> {
     workers.push({ process: worker, metricsPort: await readyMetricsPort(worker, "worker") });
   }
   return { api, dispatcher, dispatcherMetricsPort, workers };
+}
+
+/** The direct node; with no API process of its own (`--one-process`), it serves the API too. */
+async function startDirectNode(children: ChildProcess[], api: ChildProcess | null): Promise<Roles> {
+  const node = child(`${api ? "" : "api,"}dispatcher,preloader,reconciler,worker`, {
+    ...SINGLE_TENANT_WORKER,
+    CF_DIRECT_QUEUES: TOPICS.join(","),
+    ...(api === null && { PORT: String(port) }),
+  });
+  children.push(node);
+  // Its dispatch roles print `ready` first, then its worker: the worker's port has its metrics.
+  const metricsPort = await readyMetricsPort(node, "node", /roles=worker metrics_port=(\d+)/);
+  if (api === null) await waitForApi(node, baseUrl, 200); // the API starts after the `ready` lines
+  return {
+    api: api ?? node,
+    dispatcher: node,
+    dispatcherMetricsPort: null,
+    workers: [{ process: node, metricsPort }],
+  };
 }
 
 async function runChronofence() {
@@ -246,19 +236,14 @@ async function runChronofence() {
     const consumer = probing
       ? await startArrivalConsumer(BROKERS, TOPIC_PREFIX, arrivals, publishEarly)
       : null;
-    // One process may hold several roles: each pid is counted once, under its first name.
-    const pids: Record<string, number> = oneProcess
-      ? { node: roles.api.pid!, bench: process.pid }
-      : {
-          api: roles.api.pid!,
-          [direct ? "node" : "dispatcher"]: roles.dispatcher.pid!,
-          bench: process.pid,
-        };
-    if (!direct) {
-      roles.workers.forEach((w, i) => {
-        pids[`worker_${i}`] = w.process.pid!;
-      });
-    }
+    // A process holding several roles is counted once, under the first name given here.
+    const pids: Record<string, number> = { bench: process.pid };
+    const count = (name: string, pid: number) => {
+      if (!Object.values(pids).includes(pid)) pids[name] = pid;
+    };
+    count(direct ? "node" : "dispatcher", roles.dispatcher.pid!);
+    count("api", roles.api.pid!);
+    for (const [i, w] of roles.workers.entries()) count(`worker_${i}`, w.process.pid!);
     const ledgerBefore = await markLedger(db);
     const cpuBefore = await cpuTicksOf(pids);
     const cpuStartMs = Date.now();

@@ -14,7 +14,7 @@
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { TOPICS, topicName } from "../../src/domain/envelope.js";
-import { type ApiFixture, startApiFixture, submitTask } from "./support/api.js";
+import { type ApiFixture, call, startApiFixture, submitTask } from "./support/api.js";
 import { freePort } from "./support/free-port.js";
 import { newTopicPrefix, requireKafka, TEST_KAFKA_BROKERS } from "./support/kafka.js";
 import { PIPELINE_TIMINGS } from "./support/pipeline.js";
@@ -132,11 +132,13 @@ describe("direct mode", () => {
     await expect
       .poll(
         () =>
-          fetch(`${baseUrl}/healthz`).then(
+          call(baseUrl, "GET", "/healthz").then(
             (r) => r.status,
             () => 0,
           ),
-        { timeout: 30_000 },
+        {
+          timeout: 30_000,
+        },
       )
       .toBe(200);
     const ids = await Promise.all(
