@@ -49,6 +49,13 @@ export interface DispatchOrigin {
   epoch: number;
 }
 
+/** What one envelope says: the task as fired, when, and by which dispatcher. */
+export interface EnvelopeSource {
+  task: ArmedTask;
+  dispatchedAtMs: number;
+  origin?: DispatchOrigin;
+}
+
 /**
  * The envelope text. Built by hand: the payload is already JSON.
  *
@@ -75,5 +82,43 @@ export function envelopeJson(
     `"timeout_ms":${task.timeoutMs},` +
     `"idempotency_key":${task.idempotencyKey === null ? "null" : JSON.stringify(task.idempotencyKey)},` +
     `"payload":${task.payloadJson}${workflow}${from}}`
+  );
+}
+
+/** Date's range (ECMA-262 TimeClip): an instant beyond it has no ISO text. */
+const MAX_INSTANT_MS = 8.64e15;
+
+/**
+ * Throws where envelopeJson(source) would (an instant it cannot write),
+ * without building it: the outbox drops such a task alone, rather than let a
+ * transport fail a whole request each time it reads the text.
+ */
+export function checkEnvelope({ task, dispatchedAtMs }: EnvelopeSource): void {
+  for (const [field, ms] of [
+    ["run_at", task.runAtMs],
+    ["dispatched_at", dispatchedAtMs],
+  ] as const) {
+    if (!(Math.abs(ms) <= MAX_INSTANT_MS)) throw new RangeError(`${field} ${ms} is not an instant`);
+  }
+}
+
+/** Room for the envelope's names, ids, instants and numbers: all but its texts (about 460). */
+const ENVELOPE_FIXED_CHARS = 600;
+
+/** At most how long a JSON string of `text` is: six characters (\u0000) for each, and quotes. */
+const jsonStringCharsAtMost = (text: string): number => 6 * text.length + 2;
+
+/**
+ * At least the length of envelopeJson(source), without building it: the
+ * outbox sizes every envelope against the broker's limit, and a transport in
+ * memory never needs the text at all.
+ */
+export function envelopeCharsAtMost({ task, origin }: EnvelopeSource): number {
+  return (
+    ENVELOPE_FIXED_CHARS +
+    task.payloadJson.length +
+    jsonStringCharsAtMost(task.type) +
+    (task.idempotencyKey === null ? 0 : jsonStringCharsAtMost(task.idempotencyKey)) +
+    (origin === undefined ? 0 : jsonStringCharsAtMost(origin.nodeId))
   );
 }

@@ -15,7 +15,7 @@
  * worker does not read is refused as unsupported, newer or not: upgrade the
  * workers before the dispatchers that write it.
  */
-import { ENVELOPE_VERSION } from "./envelope.js";
+import { ENVELOPE_VERSION, type EnvelopeSource } from "./envelope.js";
 
 /** Why a message is not an envelope this worker reads: a metric label, a closed set. */
 export type MalformedReason =
@@ -128,5 +128,27 @@ export function parseEnvelope(text: string, maxChars = Number.POSITIVE_INFINITY)
       payload: raw.payload,
       workflowId: (raw.workflow_id as string | undefined) ?? null,
     },
+  };
+}
+
+/**
+ * The envelope a dispatcher of this process built, handed over in memory
+ * (direct mode, the embedded default): there is no text to parse and nothing
+ * to check, only the payload to read, afresh for each delivery as a parsed
+ * one would be. The instants are whole milliseconds, as the text carries them.
+ */
+export function envelopeOf({ task, dispatchedAtMs }: EnvelopeSource): InboundEnvelope {
+  return {
+    taskId: task.id,
+    tenantId: task.tenantId,
+    type: task.type,
+    attempt: task.attempt,
+    fencingToken: task.fencingToken,
+    runAtMs: Math.trunc(task.runAtMs),
+    dispatchedAtMs: Math.trunc(dispatchedAtMs),
+    timeoutMs: task.timeoutMs,
+    idempotencyKey: task.idempotencyKey,
+    payload: JSON.parse(task.payloadJson),
+    workflowId: task.workflowId,
   };
 }

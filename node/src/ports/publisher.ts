@@ -1,10 +1,10 @@
 import type { TopicKind } from "../domain/envelope.js";
+import type { Message } from "./transport.js";
 
-export interface OutboundMessage {
-  kind: TopicKind;
+export interface OutboundMessage extends Message {
+  readonly kind: TopicKind;
   /** Kafka key: the tenant id, so a tenant's tasks keep their order within a partition. */
-  key: string;
-  value: string;
+  readonly key: string;
 }
 
 /** The transport the dispatcher publishes envelopes to (Kafka). */

@@ -16,15 +16,28 @@
  *    rebalance or a restart from the last committed offset); one answered
  *    `true` is not delivered again once the consumer stopped.
  */
-import type { TopicKind } from "../domain/envelope.js";
+import type { EnvelopeSource, TopicKind } from "../domain/envelope.js";
 import type { Publisher } from "./publisher.js";
 
+/** One message as published and as delivered. */
+export interface Message {
+  /** The envelope text. */
+  readonly value: string;
+  /**
+   * What the text says, where the publisher built it and the transport
+   * carried the message in memory (direct mode): its reader needs neither
+   * the text nor a parse, and a transport that keeps the message need not
+   * read `value` at all (the outbox builds it only when asked).
+   */
+  readonly source?: EnvelopeSource;
+}
+
 /**
- * Handles one message (the envelope text). Resolves true once it may be
- * committed (its outcome is durable, or there is nothing to do), false if it
- * must be delivered again (the worker is stopping). Never rejects.
+ * Handles one message. Resolves true once it may be committed (its outcome
+ * is durable, or there is nothing to do), false if it must be delivered
+ * again (the worker is stopping). Never rejects.
  */
-export type MessageHandler = (value: string, delivery: Delivery) => Promise<boolean>;
+export type MessageHandler = (message: Message, delivery: Delivery) => Promise<boolean>;
 
 /**
  * What a handler may tell its consumer about one message it holds. A

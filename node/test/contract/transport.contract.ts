@@ -68,7 +68,7 @@ export function transportContract(name: string, open: () => Promise<TransportSub
         const received = new Map<TopicKind, string[]>(TOPICS.map((kind) => [kind, []]));
         await Promise.all(
           TOPICS.map((kind) =>
-            consume(kind, async (value) => {
+            consume(kind, async ({ value }) => {
               received.get(kind)!.push(value);
               return true;
             }),
@@ -91,7 +91,7 @@ export function transportContract(name: string, open: () => Promise<TransportSub
       "delivers a message not answered 'commit' again, to the next consumer, and a committed one not",
       async () => {
         const first: string[] = [];
-        const a = await consume("critical", async (value) => {
+        const a = await consume("critical", async ({ value }) => {
           first.push(value);
           return value === "committed";
         });
@@ -106,7 +106,7 @@ export function transportContract(name: string, open: () => Promise<TransportSub
         consumers.splice(consumers.indexOf(a), 1);
 
         const second: string[] = [];
-        await consume("critical", async (value) => {
+        await consume("critical", async ({ value }) => {
           second.push(value);
           return true;
         });

@@ -50,7 +50,7 @@ export class Handouts {
       this.waiting += change;
       if (change > 0) this.changed(); // its slot in maxInFlight is free for the fetch
     });
-    void handle(value, delivery)
+    void handle({ value }, delivery)
       .then((durable) => {
         if (durable) this.watermarks.done(handout);
       })

@@ -1,7 +1,7 @@
 /**
  * The transport in the process's memory, for the embedded default
  * (`chronofence dev`): one FIFO queue per topic kind; the dispatcher's
- * publish appends the envelope text and resolves at once (the "broker's
+ * publish appends the envelope and resolves at once (the "broker's
  * ack"); the worker's consumers of a kind take from its queue. Held to
  * Kafka's behaviour by one contract suite (node/test/contract/transport.contract.ts):
  *
@@ -28,18 +28,23 @@ import type { OutboundMessage, Publisher } from "../../ports/publisher.js";
 import {
   type ConsumerOptions,
   countedDelivery,
+  type Message,
   type MessageHandler,
   type QueueConsumer,
   type Transport,
 } from "../../ports/transport.js";
 
+/**
+ * Holds the messages as published: an envelope from this process's outbox
+ * keeps what it says (`source`), and its text is never built.
+ */
 class MemoryQueue {
-  private waiting: string[] = [];
+  private waiting: Message[] = [];
   private head = 0;
   readonly consumers = new Set<MemoryQueueConsumer>();
   private pumping = false;
 
-  take(): string | undefined {
+  take(): Message | undefined {
     if (this.head === this.waiting.length) return undefined;
     const value = this.waiting[this.head++]!;
     // Drop the taken prefix now and then rather than shift() (O(n)) each time.
@@ -50,14 +55,14 @@ class MemoryQueue {
     return value;
   }
 
-  append(values: readonly string[]): void {
-    for (const value of values) this.waiting.push(value);
+  append(messages: readonly Message[]): void {
+    for (const message of messages) this.waiting.push(message);
     this.schedulePump();
   }
 
   /** Messages given back by a stopped consumer go first, in their order. */
-  giveBack(values: readonly string[]): void {
-    this.waiting = values.concat(this.waiting.slice(this.head));
+  giveBack(messages: readonly Message[]): void {
+    this.waiting = messages.concat(this.waiting.slice(this.head));
     this.head = 0;
     this.schedulePump();
   }
@@ -80,7 +85,7 @@ class MemoryQueueConsumer implements QueueConsumer {
   private waiting = 0;
   private stopping = false;
   /** Answered false: delivered again to the next consumer once this one stops. */
-  private readonly uncommitted: string[] = [];
+  private readonly uncommitted: Message[] = [];
   private idleWaiters: Array<() => void> = [];
 
   constructor(
@@ -110,21 +115,21 @@ class MemoryQueueConsumer implements QueueConsumer {
       this.inFlight - this.waiting < this.options.maxInFlight &&
       this.waiting < this.options.maxWaiting
     ) {
-      const value = this.queue.take();
-      if (value === undefined) return;
+      const message = this.queue.take();
+      if (message === undefined) return;
       this.inFlight++;
       const delivery = countedDelivery((change) => {
         this.waiting += change;
         if (change > 0) queueMicrotask(() => this.pump()); // its slot is free for the next
       });
-      void handle(value, delivery)
+      void handle(message, delivery)
         .catch((error: unknown) => {
           this.options.onError(error); // the contract says never; keep the message if it does
           return false;
         })
         .then((commit) => {
           delivery.waiting(false);
-          if (!commit) this.uncommitted.push(value);
+          if (!commit) this.uncommitted.push(message);
           this.inFlight--;
           if (this.inFlight === 0) for (const wake of this.idleWaiters.splice(0)) wake();
           this.pump();
@@ -140,13 +145,13 @@ export class MemoryTransport implements Transport {
     return {
       ensureTopics: async () => undefined,
       publish: async (messages: readonly OutboundMessage[]) => {
-        const byKind = new Map<TopicKind, string[]>();
+        const byKind = new Map<TopicKind, OutboundMessage[]>();
         for (const m of messages) {
-          const values = byKind.get(m.kind);
-          if (values) values.push(m.value);
-          else byKind.set(m.kind, [m.value]);
+          const list = byKind.get(m.kind);
+          if (list) list.push(m);
+          else byKind.set(m.kind, [m]);
         }
-        for (const [kind, values] of byKind) this.queue(kind).append(values);
+        for (const [kind, list] of byKind) this.queue(kind).append(list);
       },
       close: async () => undefined,
     };

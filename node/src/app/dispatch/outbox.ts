@@ -19,7 +19,15 @@
  * tasks are buried — DEAD with the reason, a dead letter, fenced by their
  * token (UndeliverableTasks) — and the rest of their batch is published.
  */
-import { type ArmedTask, envelopeJson, topicKindOf } from "../../domain/envelope.js";
+import {
+  type ArmedTask,
+  checkEnvelope,
+  type EnvelopeSource,
+  envelopeCharsAtMost,
+  envelopeJson,
+  type TopicKind,
+  topicKindOf,
+} from "../../domain/envelope.js";
 import { ErrorCode, isChronofenceError } from "../../domain/errors.js";
 import { utf8ByteLength } from "../../domain/json-limits.js";
 import type { Clock } from "../../ports/clock.js";
@@ -157,18 +165,19 @@ export class Outbox {
    */
   private envelopes(taken: OutgoingTask[]): {
     batch: OutgoingTask[];
-    messages: OutboundMessage[];
+    messages: EnvelopeMessage[];
     oversized: OutgoingTask[];
   } {
     const nowMs = this.clock.nowMs();
     const batch: OutgoingTask[] = [];
-    const messages: OutboundMessage[] = [];
+    const messages: EnvelopeMessage[] = [];
     const oversized: OutgoingTask[] = [];
     for (const item of taken) {
       try {
         const message = this.messageOf(item, nowMs);
-        // A UTF-8 byte is at least one UTF-16 unit: count bytes only when it might matter.
-        const large = message.value.length * 3 > this.options.maxMessageBytes;
+        // A UTF-16 unit is at most three UTF-8 bytes: build the text and count its bytes only
+        // when the bound says it might matter.
+        const large = envelopeCharsAtMost(message.source) * 3 > this.options.maxMessageBytes;
         if (large && utf8ByteLength(message.value) > this.options.maxMessageBytes) {
           oversized.push(item);
           continue;
@@ -246,16 +255,34 @@ export class Outbox {
       this.acks.add(item, { taskId: item.task.id, runAtMs: item.task.runAtMs });
   }
 
-  private messageOf(item: OutgoingTask, nowMs: number): OutboundMessage {
-    const { task } = item;
-    return {
-      kind: topicKindOf(task, nowMs),
-      key: task.tenantId,
-      value: envelopeJson(task, nowMs, {
-        nodeId: this.options.nodeId,
-        shard: item.shard,
-        epoch: item.epoch,
-      }),
+  private messageOf(item: OutgoingTask, nowMs: number): EnvelopeMessage {
+    const { task, shard, epoch } = item;
+    const source = {
+      task,
+      dispatchedAtMs: nowMs,
+      origin: { nodeId: this.options.nodeId, shard, epoch },
     };
+    checkEnvelope(source);
+    return new EnvelopeMessage(topicKindOf(task, nowMs), source);
+  }
+}
+
+/** An envelope whose text is built the first time it is read: a transport in memory never does. */
+class EnvelopeMessage implements OutboundMessage {
+  private text: string | undefined;
+
+  constructor(
+    readonly kind: TopicKind,
+    readonly source: EnvelopeSource,
+  ) {}
+
+  get key(): string {
+    return this.source.task.tenantId;
+  }
+
+  get value(): string {
+    const { task, dispatchedAtMs, origin } = this.source;
+    this.text ??= envelopeJson(task, dispatchedAtMs, origin);
+    return this.text;
   }
 }

@@ -13,8 +13,13 @@
  * dispatcher whose clock runs ahead), which holds no slot at all meanwhile.
  */
 import type { TopicKind } from "../../domain/envelope.js";
-import { type EnvelopeRefusal, parseEnvelope } from "../../domain/inbound-envelope.js";
-import type { Delivery } from "../../ports/transport.js";
+import {
+  type EnvelopeRefusal,
+  envelopeOf,
+  type ParsedEnvelope,
+  parseEnvelope,
+} from "../../domain/inbound-envelope.js";
+import type { Delivery, Message } from "../../ports/transport.js";
 import type { WorkerMetrics } from "../../ports/worker-metrics.js";
 import type { Executor } from "./executor.js";
 import type { QueueLimiter } from "./limiter.js";
@@ -34,12 +39,15 @@ export interface QueueRunnerDeps {
 /** Returns the consumer's message handler: resolves true when the offset may be committed. */
 export function queueRunner(
   deps: QueueRunnerDeps,
-): (message: string, delivery: Delivery) => Promise<boolean> {
+): (message: Message, delivery: Delivery) => Promise<boolean> {
   return async (message, delivery) => {
-    const parsed = parseEnvelope(message, deps.maxEnvelopeChars);
+    // An envelope this process's dispatcher built and handed over in memory needs no parse.
+    const parsed: ParsedEnvelope = message.source
+      ? { ok: true, envelope: envelopeOf(message.source) }
+      : parseEnvelope(message.value, deps.maxEnvelopeChars);
     if (!parsed.ok) {
       deps.metrics.malformed(deps.queue, parsed.code);
-      deps.onMalformed(parsed, message.length);
+      deps.onMalformed(parsed, message.value.length);
       return true;
     }
     const { envelope } = parsed;

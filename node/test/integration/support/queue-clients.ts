@@ -54,8 +54,8 @@ export async function startQueueClients(
     onRunning: hooks.onRunning,
   });
   const consumed = new Set<string>();
-  const joined = consumer.start(async (value) => {
-    consumed.add(value?.toString() ?? "");
+  const joined = consumer.start(async ({ value }) => {
+    consumed.add(value);
     return true;
   });
   if (!hooks.dontWaitForJoin) await joined;

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
   type ArmedTask,
+  checkEnvelope,
+  envelopeCharsAtMost,
   envelopeJson,
   isOverdue,
   topicKindOf,
@@ -53,6 +55,63 @@ describe("envelope", () => {
       shard: 3,
       shard_epoch: 7,
     });
+  });
+
+  it("is refused by checkEnvelope exactly where it cannot be built", () => {
+    const instants = [
+      0,
+      -1,
+      8.64e15,
+      -8.64e15,
+      8.64e15 + 1,
+      Number.MAX_VALUE,
+      Number.NaN,
+      -Infinity,
+    ];
+    for (const runAtMs of instants) {
+      for (const dispatchedAtMs of [task.runAtMs, runAtMs]) {
+        const source = { task: { ...task, runAtMs }, dispatchedAtMs };
+        let built = true;
+        try {
+          envelopeJson(source.task, dispatchedAtMs);
+        } catch {
+          built = false;
+        }
+        if (built) expect(() => checkEnvelope(source)).not.toThrow();
+        else expect(() => checkEnvelope(source)).toThrow(RangeError);
+      }
+    }
+  });
+
+  it("is never longer than envelopeCharsAtMost says, whatever its texts hold", () => {
+    const awkward = '\u0000\u001f"\\é✓😀';
+    const cases: Array<[ArmedTask, { nodeId: string; shard: number; epoch: number } | undefined]> =
+      [
+        [task, undefined],
+        [{ ...task, type: awkward.repeat(50), idempotencyKey: awkward.repeat(40) }, undefined],
+        [
+          {
+            ...task,
+            attempt: Number.MAX_SAFE_INTEGER,
+            timeoutMs: Number.MAX_SAFE_INTEGER,
+            runAtMs: 8.64e15,
+            workflowId: "01900000-0000-7000-8000-0000000000ff",
+            idempotencyKey: null,
+          },
+          { nodeId: awkward.repeat(20), shard: 65_535, epoch: Number.MAX_SAFE_INTEGER },
+        ],
+        [
+          { ...task, payloadJson: `"${"x".repeat(100_000)}"` },
+          { nodeId: "n", shard: 0, epoch: 1 },
+        ],
+      ];
+    for (const [armed, origin] of cases) {
+      const dispatchedAtMs = -8.64e15; // the longest instant text there is
+      const text = envelopeJson(armed, dispatchedAtMs, origin);
+      expect(envelopeCharsAtMost({ task: armed, dispatchedAtMs, origin })).toBeGreaterThanOrEqual(
+        text.length,
+      );
+    }
   });
 
   it("goes to the priority's topic, or to overdue when later than the tenant's grace", () => {

@@ -2,28 +2,38 @@
  * The outbox on its own: one bad envelope does not hold back the rest of its
  * batch, and an envelope the broker can never accept is buried (DEAD,
  * undeliverable) once rather than retried for ever; with a linger, tasks
- * fired a little apart leave in one request.
+ * fired a little apart leave in one request; a transport in memory gets the
+ * envelope without its text.
  */
-import { describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { describe, expect, it, vi } from "vitest";
+import { MemoryTransport } from "../../../src/adapters/memory/memory-transport.js";
 import { Outbox } from "../../../src/app/dispatch/outbox.js";
 import type { ArmedTask } from "../../../src/domain/envelope.js";
 import { ChronofenceError, ErrorCode } from "../../../src/domain/errors.js";
+import { envelopeOf, parseEnvelope } from "../../../src/domain/inbound-envelope.js";
 import type { DispatchHotTier } from "../../../src/ports/dispatch-hot-tier.js";
 import { noDispatchMetrics } from "../../../src/ports/dispatch-metrics.js";
 import type { Claim } from "../../../src/ports/dispatch-store.js";
 import type { ExecutionFailure } from "../../../src/ports/execution-store.js";
 import type { OutboundMessage, Publisher } from "../../../src/ports/publisher.js";
+import type { Message } from "../../../src/ports/transport.js";
 import { FakeClock } from "../../support/fake-clock.js";
 import { armedTask } from "./armed-task.js";
 
 const MAX_MESSAGE_BYTES = 4096;
 
 /** A broker that refuses any request holding a message over `brokerLimitBytes`, and counts requests. */
-function harness(brokerLimitBytes = Number.POSITIVE_INFINITY, lingerMs = 0, maxBatchTasks = 500) {
+function harness(
+  brokerLimitBytes = Number.POSITIVE_INFINITY,
+  lingerMs = 0,
+  maxBatchTasks = 500,
+  transport?: Publisher,
+) {
   const clock = new FakeClock(1_000_000);
   const sent: OutboundMessage[] = [];
   const state = { requests: 0, refusals: 0 };
-  const publisher: Publisher = {
+  const publisher: Publisher = transport ?? {
     ensureTopics: async () => undefined,
     publish: async (messages) => {
       state.requests++;
@@ -105,6 +115,35 @@ describe("outbox", () => {
     expect(h.errors).toEqual(["envelope of task bad"]);
     expect(h.settled.sort()).toEqual(["bad", "good"]);
     expect(h.outbox.size).toBe(0);
+  });
+
+  it("hands an envelope to a transport in memory without writing its text; what it says is the text's", async () => {
+    const transport = new MemoryTransport();
+    const h = harness(Number.POSITIVE_INFINITY, 0, 500, transport.publisher());
+    const task = { ...armedTask(randomUUID(), 1_000_000), tenantId: randomUUID() };
+    await h.add(task);
+    const received: Message[] = [];
+    const consumer = transport.consumer({
+      kind: task.priority,
+      clientId: "outbox-test",
+      maxInFlight: 10,
+      maxWaiting: 10,
+      maxRetained: 10,
+      onError: () => undefined,
+    });
+    await consumer.start(async (message) => {
+      received.push(message);
+      return true;
+    });
+    await vi.waitFor(() => expect(received).toHaveLength(1));
+    const [message] = received as [Message & { text?: string }];
+    expect(message.text).toBeUndefined(); // never built
+    expect(message.source?.task).toBe(task);
+    expect(parseEnvelope(message.value)).toEqual({
+      ok: true,
+      envelope: envelopeOf(message.source!),
+    });
+    await consumer.stop();
   });
 
   it("sends a wake's tasks before the loop turns, but a backlog one request per turn", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type ArmedTask, envelopeJson } from "../../../src/domain/envelope.js";
-import { parseEnvelope } from "../../../src/domain/inbound-envelope.js";
+import { envelopeOf, parseEnvelope } from "../../../src/domain/inbound-envelope.js";
 
 const task: ArmedTask = {
   id: "0190a000-0000-7000-8000-000000000001",
@@ -49,5 +49,28 @@ describe("parseEnvelope", () => {
       ok: false,
       reason: "bad task_id, fencing_token, payload",
     });
+  });
+});
+
+describe("envelopeOf (handed over in memory)", () => {
+  it("is what parsing the text would give, instants in whole milliseconds as the text carries them", () => {
+    const cases: ArmedTask[] = [
+      task,
+      { ...task, idempotencyKey: null, workflowId: "0190a000-0000-7000-8000-0000000000ff" },
+      { ...task, runAtMs: task.runAtMs + 0.7, payloadJson: '[1,"é\\u0000",{"a":null}]' },
+      { ...task, payloadJson: "null", type: 'a "quoted" type' },
+    ];
+    for (const armed of cases) {
+      const source = { task: armed, dispatchedAtMs: armed.runAtMs + 3.6 };
+      const parsed = parseEnvelope(envelopeJson(armed, source.dispatchedAtMs));
+      expect(parsed).toEqual({ ok: true, envelope: envelopeOf(source) });
+    }
+  });
+
+  it("reads the payload afresh for each delivery: a handler's changes stay its own", () => {
+    const source = { task, dispatchedAtMs: task.runAtMs };
+    const first = envelopeOf(source).payload as { to: string };
+    first.to = "changed";
+    expect(envelopeOf(source).payload).toEqual({ to: "a@b" });
   });
 });
