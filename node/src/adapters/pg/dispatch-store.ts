@@ -1,3 +1,4 @@
+import pg from "pg";
 import type { ArmedTask } from "../../domain/envelope.js";
 import { shardLeaseName } from "../../domain/fair-share.js";
 import type {
@@ -12,6 +13,11 @@ import { isoOfMs, roundMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import type { PgPool } from "./pool.js";
 import { ARM_TASKS, REARM_STALE, SCHEDULED_BEFORE } from "./sql/dispatch.js";
+
+/** pg's own parser of an int4[] (type oid 1007) in text form. */
+const parseIntArray: (text: string) => number[] = pg.types.getTypeParser(
+  1007 as Parameters<typeof pg.types.getTypeParser>[0],
+);
 
 /** The dispatcher roles' view of Postgres: all tenants, as chronofence_dispatch (migrations/000011). */
 export class PgDispatchStore implements DispatchStore {
@@ -52,7 +58,7 @@ export class PgDispatchStore implements DispatchStore {
     } catch (error) {
       throw fromPgError(error, "arm tasks");
     }
-    const fencedShards = new Set(rows[0]?.fenced_shards ?? []);
+    const fencedShards = new Set(rows[0] === undefined ? [] : parseIntArray(rows[0].fenced_shards));
     const armedByShard = new Map<number, ArmedTask[]>();
     for (const row of rows) {
       if (row.id === null) continue;
@@ -116,7 +122,8 @@ export class PgDispatchStore implements DispatchStore {
 }
 
 interface ArmedRow {
-  fenced_shards: number[];
+  /** Every row carries it (as text: read once, not once per row): an int[] literal. */
+  fenced_shards: string;
   shard: number;
   id: string;
   tenant_id: string;

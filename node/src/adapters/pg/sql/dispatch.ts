@@ -13,7 +13,8 @@ import { unfinishedByRunAt } from "./unfinished.js";
  * $5 now_ms float8, $6 ids uuid[], $7 run_at_ms float8[], $8 claim shards int[] (one per claim),
  * $9 min run_at, $10 max run_at (timestamptz)
  * Locks: each fence's lease row FOR SHARE, and the task rows it arms.
- * → always at least one row: `fenced_shards` (the shards whose lease held) and,
+ * → always at least one row: `fenced_shards` (the shards whose lease held, as
+ *   the text of an int[]: the same in every row, so read once) and,
  *   for each task armed, its envelope fields and shard (NULLs when none was armed).
  *
  * The fence, per shard: the lease row must still be (owner, epoch) and
@@ -69,7 +70,7 @@ armed AS (
             ${sqlEpochMs("t.run_at")} AS run_at_ms, t.attempt,
             t.fencing_token::text AS fencing_token, t.timeout_ms, t.idempotency_key, t.workflow_id
 )
-SELECT ARRAY(SELECT shard FROM fence) AS fenced_shards, a.*, tn.grace_ms
+SELECT ARRAY(SELECT shard FROM fence)::text AS fenced_shards, a.*, tn.grace_ms
   FROM (SELECT 1) AS one
   LEFT JOIN armed a ON true
   LEFT JOIN tenants tn ON tn.id = a.tenant_id`;
