@@ -136,19 +136,31 @@ export function parseEnvelope(text: string, maxChars = Number.POSITIVE_INFINITY)
  * (direct mode, the embedded default): there is no text to parse and nothing
  * to check, only the payload to read, afresh for each delivery as a parsed
  * one would be. The instants are whole milliseconds, as the text carries them.
+ * (The payload is Postgres' own JSON text; were it not JSON, the envelope is
+ * refused as a text would be.)
  */
-export function envelopeOf({ task, dispatchedAtMs }: EnvelopeSource): InboundEnvelope {
+export function envelopeOf({ task, dispatchedAtMs }: EnvelopeSource): ParsedEnvelope {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(task.payloadJson);
+  } catch {
+    const names = { taskId: task.id, tenantId: task.tenantId };
+    return { ok: false, code: "not_json", reason: "payload not JSON", ...names };
+  }
   return {
-    taskId: task.id,
-    tenantId: task.tenantId,
-    type: task.type,
-    attempt: task.attempt,
-    fencingToken: task.fencingToken,
-    runAtMs: Math.trunc(task.runAtMs),
-    dispatchedAtMs: Math.trunc(dispatchedAtMs),
-    timeoutMs: task.timeoutMs,
-    idempotencyKey: task.idempotencyKey,
-    payload: JSON.parse(task.payloadJson),
-    workflowId: task.workflowId,
+    ok: true,
+    envelope: {
+      taskId: task.id,
+      tenantId: task.tenantId,
+      type: task.type,
+      attempt: task.attempt,
+      fencingToken: task.fencingToken,
+      runAtMs: Math.trunc(task.runAtMs),
+      dispatchedAtMs: Math.trunc(dispatchedAtMs),
+      timeoutMs: task.timeoutMs,
+      idempotencyKey: task.idempotencyKey,
+      payload,
+      workflowId: task.workflowId,
+    },
   };
 }

@@ -13,12 +13,7 @@
  * dispatcher whose clock runs ahead), which holds no slot at all meanwhile.
  */
 import type { TopicKind } from "../../domain/envelope.js";
-import {
-  type EnvelopeRefusal,
-  envelopeOf,
-  type ParsedEnvelope,
-  parseEnvelope,
-} from "../../domain/inbound-envelope.js";
+import { type EnvelopeRefusal, envelopeOf, parseEnvelope } from "../../domain/inbound-envelope.js";
 import type { Delivery, Message } from "../../ports/transport.js";
 import type { WorkerMetrics } from "../../ports/worker-metrics.js";
 import type { Executor } from "./executor.js";
@@ -42,8 +37,8 @@ export function queueRunner(
 ): (message: Message, delivery: Delivery) => Promise<boolean> {
   return async (message, delivery) => {
     // An envelope this process's dispatcher built and handed over in memory needs no parse.
-    const parsed: ParsedEnvelope = message.source
-      ? { ok: true, envelope: envelopeOf(message.source) }
+    const parsed = message.source
+      ? envelopeOf(message.source)
       : parseEnvelope(message.value, deps.maxEnvelopeChars);
     if (!parsed.ok) {
       deps.metrics.malformed(deps.queue, parsed.code);

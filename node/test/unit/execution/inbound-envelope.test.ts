@@ -63,14 +63,27 @@ describe("envelopeOf (handed over in memory)", () => {
     for (const armed of cases) {
       const source = { task: armed, dispatchedAtMs: armed.runAtMs + 3.6 };
       const parsed = parseEnvelope(envelopeJson(armed, source.dispatchedAtMs));
-      expect(parsed).toEqual({ ok: true, envelope: envelopeOf(source) });
+      expect(parsed).toEqual(envelopeOf(source));
+      expect(parsed.ok).toBe(true);
     }
   });
 
   it("reads the payload afresh for each delivery: a handler's changes stay its own", () => {
     const source = { task, dispatchedAtMs: task.runAtMs };
-    const first = envelopeOf(source).payload as { to: string };
+    const payloadOf = () =>
+      (envelopeOf(source) as { envelope: { payload: unknown } }).envelope.payload;
+    const first = payloadOf() as { to: string };
     first.to = "changed";
-    expect(envelopeOf(source).payload).toEqual({ to: "a@b" });
+    expect(payloadOf()).toEqual({ to: "a@b" });
+  });
+
+  it("refuses, naming the task, a payload that is not JSON (never thrown at the consumer)", () => {
+    expect(envelopeOf({ task: { ...task, payloadJson: "{" }, dispatchedAtMs: 0 })).toEqual({
+      ok: false,
+      code: "not_json",
+      reason: "payload not JSON",
+      taskId: task.id,
+      tenantId: task.tenantId,
+    });
   });
 });
