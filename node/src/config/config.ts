@@ -210,7 +210,7 @@ const schema = z.object({
   httpHandlerAllow: z.string().default(""),
   /** CF_WORKER_METRICS_PORT: /metrics of the worker role (0: any free port). */
   workerMetricsPort: intFromEnv(0, 65535).default(9465),
-  /** CF_WORKER_COALESCE_MAX: most starts (or completions) of one event-loop turn sent as one statement. */
+  /** CF_WORKER_COALESCE_MAX: most starts and completions of one event-loop turn sent as one statement. */
   workerCoalesceMax: intFromEnv(1, 10_000).default(256),
   /** CF_WORKER_COMPLETION_LINGER_MS: how long a coalesced completion waits for more (0: the next turn). */
   workerCompletionLingerMs: intFromEnv(0, 1000).default(0),

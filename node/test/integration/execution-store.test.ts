@@ -7,7 +7,7 @@
  * API's row-level-security flavour gives the same answers within one tenant.
  */
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { PgExecutionStore } from "../../src/adapters/pg/execution-store.js";
 import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
 import type { ExecutionRef } from "../../src/ports/execution-store.js";
@@ -216,6 +216,63 @@ describe("coalesced starts and completions", () => {
     expect((await rowOf(a.taskId)).result).toEqual({ n: 1 });
     expect((await rowOf(b.taskId)).status).toBe("RUNNING");
     expect((await rowOf(d.taskId)).result).toEqual([2]);
+  });
+  it("a turn's starts and completions share one statement; each caller still gets its own answer", async () => {
+    const coalesced = new PgExecutionStore(ownerPool, {
+      rowLevelSecurity: false,
+      random: () => 0,
+      newId: randomUUID,
+      coalesceMax: 64,
+    });
+    const [a, b, node, c, d, e] = (await Promise.all(
+      [1, 2, 3, 4, 5, 6].map(() => armedTask()),
+    )) as Armed[] as [Armed, Armed, Armed, Armed, Armed, Armed];
+    await withPg(fixture.db.url, (db) =>
+      db.query("UPDATE tasks SET workflow_id = $2 WHERE id = $1", [node.taskId, randomUUID()]),
+    );
+    const now = Date.now();
+    await Promise.all([a, b, node].map((t) => coalesced.start(t, "w", 5000, now)));
+    const queries = vi.spyOn(ownerPool, "query");
+    const steps = () =>
+      queries.mock.calls.filter(([q]) =>
+        String((q as { text?: string }).text ?? q).includes("WITH started AS"),
+      ).length;
+    try {
+      const turn = await Promise.all([
+        coalesced.start(c, "w", 5000, now + 1),
+        coalesced.start({ ...d, fencingToken: "999999999" }, "w", 5000, now + 1),
+        coalesced.complete(a, '{"n":1}', now + 1),
+        coalesced.complete(node, "2", now + 1), // a workflow node: released in a transaction after
+        coalesced.complete(e, "3", now + 1), // never started
+      ]);
+      expect(turn.map((x) => x.kind)).toEqual([
+        "started",
+        "stale",
+        "completed",
+        "completed",
+        "stale",
+      ]);
+      expect(steps()).toBe(1);
+      // A result Postgres refuses fails the shared statement: each then goes its own way, and
+      // only the refused caller fails.
+      const refused = await Promise.allSettled([
+        coalesced.start(d, "w", 5000, now + 2),
+        coalesced.complete(b, '"\\u0000"', now + 2),
+        coalesced.complete(c, "4", now + 2),
+      ]);
+      expect(refused.map((x) => (x.status === "fulfilled" ? x.value.kind : "rejected"))).toEqual([
+        "started",
+        "rejected",
+        "completed",
+      ]);
+      expect(steps()).toBe(2);
+    } finally {
+      queries.mockRestore();
+    }
+    expect(
+      await Promise.all([a, b, node, c, d, e].map(async (t) => (await rowOf(t.taskId)).status)),
+    ).toEqual(["COMPLETED", "RUNNING", "COMPLETED", "COMPLETED", "RUNNING", "ARMED"]);
+    expect((await rowOf(a.taskId)).result).toEqual({ n: 1 });
   });
 });
 

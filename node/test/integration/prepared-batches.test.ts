@@ -128,6 +128,28 @@ describe("prepared batches on the day's partition", () => {
     }
   });
 
+  it("a turn of starts and completions is one prepared statement on the partition", async () => {
+    const dueMs = Date.now() - 1000;
+    const day = partitionOf(dueMs).slice("tasks_p".length);
+    let running = await armed([dueMs]);
+    expect((await store.start(running[0]!, "worker-1", 30_000, Date.now())).kind).toBe("started");
+    for (let round = 0; round < 7; round++) {
+      // Each turn completes the task the turn before started and starts the next.
+      const next = await armed([dueMs]);
+      const nowMs = Date.now();
+      const [completed, started] = await Promise.all([
+        store.complete(running[0]!, "null", nowMs),
+        store.start(next[0]!, "worker-1", 30_000, nowMs),
+      ]);
+      expect([completed.kind, started.kind]).toEqual(["completed", "started"]);
+      expect(await statusOf([...running, ...next])).toEqual(["COMPLETED", "RUNNING"]);
+      running = next;
+    }
+    const step = (await preparedStatements()).find((p) => p.name === `cf_step_many_${day}`);
+    expect(step && step.custom_plans + step.generic_plans).toBe(7);
+    expect(step?.generic_plans).toBeGreaterThanOrEqual(1);
+  });
+
   it("a batch across midnight goes through tasks", async () => {
     const nowMs = Date.now();
     const yesterdayMs = Math.floor(nowMs / DAY_MS) * DAY_MS - 1;

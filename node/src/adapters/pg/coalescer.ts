@@ -13,7 +13,9 @@
  * in the next turn (or at once when full), so that at low rates more calls
  * share a statement. Each statement costs Postgres and the caller a fixed
  * share of CPU whatever its rows; for a completion, which nothing waits on
- * but the offset commit and the slot, that is worth a few milliseconds.
+ * but the offset commit and the slot, that is worth a few milliseconds. An
+ * `urgent` call (a start, which a task waits on) does not linger: it sends
+ * the batch, lingering calls and all, in the next turn.
  */
 export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
@@ -25,7 +27,8 @@ interface Call<In, Out> {
 
 export class Coalescer<In, Out> {
   private pending: Array<Call<In, Out>> = [];
-  private scheduled = false;
+  /** A flush is set for the next turn (setImmediate) or, lingering, for later (a timer). */
+  private scheduled: "turn" | NodeJS.Timeout | null = null;
   private inFlight = 0;
 
   constructor(
@@ -33,25 +36,38 @@ export class Coalescer<In, Out> {
     private readonly maxBatch: number,
     private readonly maxInFlight = Number.POSITIVE_INFINITY,
     private readonly lingerMs = 0,
+    private readonly urgent: (input: In) => boolean = () => false,
   ) {}
 
   submit(input: In): Promise<Out> {
     return new Promise<Out>((resolve, reject) => {
       this.pending.push({ input, resolve, reject });
       if (this.pending.length >= this.maxBatch) this.run();
-      else this.schedule();
+      else this.schedule(this.urgent(input));
     });
   }
 
-  private schedule(): void {
-    if (this.scheduled || this.pending.length === 0 || this.inFlight >= this.maxInFlight) return;
-    this.scheduled = true;
+  private schedule(urgent: boolean): void {
+    if (this.pending.length === 0 || this.inFlight >= this.maxInFlight) return;
+    const lingers = this.lingerMs > 0 && !urgent;
+    if (this.scheduled !== null) {
+      if (lingers || this.scheduled === "turn") return;
+      clearTimeout(this.scheduled); // an urgent call: the lingering batch leaves with it
+    }
     const go = () => {
-      this.scheduled = false;
+      this.scheduled = null;
       this.run();
     };
-    if (this.lingerMs > 0) setTimeout(go, this.lingerMs);
-    else setImmediate(go);
+    if (lingers) this.scheduled = setTimeout(go, this.lingerMs);
+    else {
+      this.scheduled = "turn";
+      setImmediate(go);
+    }
+  }
+
+  /** Only a linger asks: without one, every batch leaves in the next turn. */
+  private urgentPending(): boolean {
+    return this.lingerMs > 0 && this.pending.some((call) => this.urgent(call.input));
   }
 
   private run(): void {
@@ -61,7 +77,7 @@ export class Coalescer<In, Out> {
     // The next batch is scheduled before this one's callers run: they may submit again.
     const done = () => {
       this.inFlight--;
-      this.schedule();
+      this.schedule(this.urgentPending());
     };
     this.flush(batch.map((b) => b.input)).then(
       (answers) => {
@@ -77,6 +93,6 @@ export class Coalescer<In, Out> {
         for (const b of batch) b.reject(error);
       },
     );
-    this.schedule();
+    this.schedule(this.urgentPending());
   }
 }

@@ -1,8 +1,11 @@
 /**
  * The worker's coalesced starts and completions (login role only): the calls
- * of one event-loop turn that name their run_at become one START_MANY or
- * COMPLETE_MANY statement (coalescer.ts); each caller gets its own row, or
- * null when its fenced test matched nothing. A statement that lost a race
+ * of one event-loop turn that name their run_at become one statement
+ * (coalescer.ts): STEP_MANY when the turn has both, else START_MANY or
+ * COMPLETE_MANY; each caller gets its own row, or null when its fenced test
+ * matched nothing. One statement for both halves the statements at low
+ * rates, where each carries a task or two and costs Postgres and the worker
+ * about as much as its rows (bench/RESULTS.md, session 22). A statement that lost a race
  * with a partition move or a deadlock is run again here, for the whole batch
  * (FencedCalls.withRetries): the callers' refs are already checked
  * (FencedCalls.wellFormed), so they need none of `fenced`'s wrapping.
@@ -29,7 +32,9 @@ import {
   COMPLETE_MANY_OUTSIDE_WORKFLOWS,
   completeMany,
   START_MANY,
+  STEP_MANY,
   startMany,
+  stepMany,
 } from "./sql/execution.js";
 
 type RefWithRunAt = ExecutionRef & { runAtMs: number };
@@ -50,10 +55,15 @@ export type StartRow = any;
 // biome-ignore lint/suspicious/noExplicitAny: a row of START_MANY or COMPLETE_MANY
 type Row = any;
 
+/** A call of the turn: a start or a completion. */
+type Step =
+  | { start: StartInput; complete?: undefined }
+  | { complete: CompleteInput; start?: undefined };
+/** A start's row (null: stale), or a completion's released nodes (null: stale). */
+type StepAnswer = StartRow | DueEntry[] | null;
+
 export class ExecutionBatches {
-  private readonly starts: Coalescer<StartInput, StartRow | null>;
-  /** A completion's value: the workflow nodes it released, or null (stale). */
-  private readonly completions: Coalescer<CompleteInput, DueEntry[] | null>;
+  private readonly steps: Coalescer<Step, StepAnswer>;
 
   constructor(
     private readonly pool: PgPool,
@@ -62,23 +72,43 @@ export class ExecutionBatches {
     maxInFlight: number,
     completionLingerMs = 0,
   ) {
-    this.starts = new Coalescer((inputs) => this.startMany(inputs), maxBatch, maxInFlight);
-    this.completions = new Coalescer(
-      (inputs) => this.completeMany(inputs),
+    // A linger holds completions only: a start pending sends the batch in the next turn.
+    this.steps = new Coalescer(
+      (inputs) => this.step(inputs),
       maxBatch,
       maxInFlight,
       completionLingerMs,
+      (input) => input.start !== undefined,
     );
   }
 
   /** The started row (as START returns it), or null: not ARMED with this token. */
   start(input: StartInput): Promise<StartRow | null> {
-    return this.starts.submit(input);
+    return this.steps.submit({ start: input });
   }
 
   /** The workflow nodes the completion released, or null: not RUNNING with this token. */
   complete(input: CompleteInput): Promise<DueEntry[] | null> {
-    return this.completions.submit(input);
+    return this.steps.submit({ complete: input }) as Promise<DueEntry[] | null>;
+  }
+
+  /** One turn's starts and completions; each caller gets its answer in its place. */
+  private async step(inputs: Step[]): Promise<Array<Settled<StepAnswer>>> {
+    const starts: StartInput[] = [];
+    const completions: CompleteInput[] = [];
+    for (const input of inputs) {
+      if (input.start) starts.push(input.start);
+      else completions.push(input.complete);
+    }
+    const [startAnswers, completeAnswers] =
+      starts.length === 0
+        ? [[], await this.completeMany(completions)]
+        : completions.length === 0
+          ? [await this.startMany(starts), []]
+          : await this.startAndComplete(starts, completions);
+    let s = 0;
+    let c = 0;
+    return inputs.map((input) => (input.start ? startAnswers[s++]! : completeAnswers[c++]!));
   }
 
   /** The coalesced starts of one event-loop turn: one statement; each caller gets its row or null. */
@@ -86,20 +116,8 @@ export class ExecutionBatches {
     const answers = new Map<StartInput, Settled<StartRow | null>>();
     // One statement per (worker, lease) — in practice one: a store serves one executor.
     for (const group of groupBy(inputs, (i) => `${i.leaseMs}|${i.workerId}`)) {
-      const { workerId, leaseMs } = group[0]!;
-      const refs = group.map((i) => i.ref);
       const result = await this.calls.withRetries(() =>
-        onDayPartition(this.pool, START, refs, [
-          plainArray(refs.map((r) => r.tenantId)),
-          plainArray(refs.map((r) => r.taskId)),
-          plainArray(refs.map((r) => r.fencingToken)),
-          plainArray(refs.map((r) => r.runAtMs)),
-          workerId,
-          plainArray(group.map((i) => i.nowMs)),
-          leaseMs,
-          ...runAtBounds(refs),
-          plainArray(refs.map((r) => r.dispatchedAtMs)),
-        ]),
+        onDayPartition(this.pool, START, refsOf(group), startValues(group)),
       );
       const rows = byIdAndToken(result.rows);
       for (const input of group) answers.set(input, { ok: true, value: take(rows, input.ref) });
@@ -108,26 +126,79 @@ export class ExecutionBatches {
   }
 
   /**
+   * Starts and completions of tasks of no workflow in one STEP_MANY; the
+   * rest (starts of another worker or lease, workflow nodes' and stale
+   * completions) as startMany and completeMany take them. A result Postgres
+   * refuses fails the whole statement: then each goes its own way.
+   */
+  private async startAndComplete(
+    starts: StartInput[],
+    completions: CompleteInput[],
+  ): Promise<[Array<Settled<StartRow | null>>, Array<Settled<DueEntry[] | null>>]> {
+    const first = `${starts[0]!.leaseMs}|${starts[0]!.workerId}`;
+    if (starts.some((i) => `${i.leaseMs}|${i.workerId}` !== first))
+      return Promise.all([this.startMany(starts), this.completeMany(completions)]);
+    let rows: { started: Map<string, Row>; completed: Map<string, Row> };
+    try {
+      const refs = [...refsOf(starts), ...refsOf(completions)];
+      const values = [...startValues(starts), ...completeValues(completions)];
+      const result = await this.calls.withRetries(() =>
+        onDayPartition(this.pool, STEP, refs, values),
+      );
+      rows = {
+        started: byIdAndToken(result.rows.filter((row: Row) => row.started)),
+        completed: byIdAndToken(result.rows.filter((row: Row) => !row.started)),
+      };
+    } catch (error) {
+      if (!isDataException(error)) {
+        const failed = { ok: false as const, error };
+        return [starts.map(() => failed), completions.map(() => failed)];
+      }
+      return Promise.all([this.startMany(starts), this.completeMany(completions)]);
+    }
+    const startAnswers = starts.map(
+      (input): Settled<StartRow | null> => ({ ok: true, value: take(rows.started, input.ref) }),
+    );
+    return [startAnswers, await this.completeRest(completions, rows.completed)];
+  }
+
+  /**
    * The coalesced completions of one event-loop turn. Tasks of no workflow
-   * (nearly all) complete in one statement on its own; what it leaves —
-   * workflow nodes, whose release must share the completion's transaction,
-   * and stale tokens — goes on in a transaction with the release. If that
-   * transaction fails, only its own callers see the failure: the others'
-   * completions are already committed. A result Postgres refuses (a data
-   * exception) would fail a whole statement: then each row goes alone, so
-   * only its own caller sees the refusal.
+   * (nearly all) complete in one statement on its own; what it leaves goes
+   * on as completeRest says. A result Postgres refuses (a data exception)
+   * would fail a whole statement: then each row goes alone, so only its own
+   * caller sees the refusal.
    */
   private async completeMany(inputs: CompleteInput[]): Promise<Array<Settled<DueEntry[] | null>>> {
     let direct: Map<string, Row>;
     try {
-      const values = completeValues(inputs);
       const result = await this.calls.withRetries(() =>
-        onDayPartition(this.pool, COMPLETE_OUTSIDE_WORKFLOWS, refsOf(inputs), values),
+        onDayPartition(
+          this.pool,
+          COMPLETE_OUTSIDE_WORKFLOWS,
+          refsOf(inputs),
+          completeValues(inputs),
+        ),
       );
       direct = byIdAndToken(result.rows);
     } catch (error) {
       return this.oneByOneIfRefused(inputs, error);
     }
+    return this.completeRest(inputs, direct);
+  }
+
+  /**
+   * The answers of completions after the statement that completed tasks of
+   * no workflow (`direct`, its rows): what it left — workflow nodes, whose
+   * release must share the completion's transaction, and stale tokens —
+   * goes on in a transaction with the release. If that transaction fails,
+   * only its own callers see the failure: the others' completions are
+   * already committed.
+   */
+  private async completeRest(
+    inputs: CompleteInput[],
+    direct: Map<string, Row>,
+  ): Promise<Array<Settled<DueEntry[] | null>>> {
     const answers = new Array<Settled<DueEntry[] | null>>(inputs.length);
     const rest: CompleteInput[] = [];
     inputs.forEach((input, i) => {
@@ -177,6 +248,23 @@ export class ExecutionBatches {
   }
 }
 
+/** START_MANY's parameters for inputs of one (worker, lease). */
+function startValues(inputs: readonly StartInput[]): unknown[] {
+  const { workerId, leaseMs } = inputs[0]!;
+  const refs = refsOf(inputs);
+  return [
+    plainArray(refs.map((r) => r.tenantId)),
+    plainArray(refs.map((r) => r.taskId)),
+    plainArray(refs.map((r) => r.fencingToken)),
+    plainArray(refs.map((r) => r.runAtMs)),
+    workerId,
+    plainArray(inputs.map((i) => i.nowMs)),
+    leaseMs,
+    ...runAtBounds(refs),
+    plainArray(refs.map((r) => r.dispatchedAtMs)),
+  ];
+}
+
 /** COMPLETE_MANY's parameters for the inputs. */
 function completeValues(inputs: readonly CompleteInput[]): unknown[] {
   const refs = refsOf(inputs);
@@ -200,6 +288,7 @@ interface BatchStatement {
   name: string;
 }
 const START: BatchStatement = { onTasks: START_MANY, on: startMany, name: "cf_start_many" };
+const STEP: BatchStatement = { onTasks: STEP_MANY, on: stepMany, name: "cf_step_many" };
 const COMPLETE_OUTSIDE_WORKFLOWS: BatchStatement = {
   onTasks: COMPLETE_MANY_OUTSIDE_WORKFLOWS,
   on: (partition) => completeMany(partition, true),

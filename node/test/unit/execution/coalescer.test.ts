@@ -72,6 +72,40 @@ describe("Coalescer", () => {
     }
   });
 
+  it("an urgent call does not linger: it sends the lingering batch in the next turn", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const m = manualFlush();
+      // Even numbers are urgent (as a start is among completions).
+      const c = new Coalescer(m.flush, 100, 1, 20, (x: number) => x % 2 === 0);
+      const first = [c.submit(1), c.submit(3)];
+      await turn();
+      expect(m.calls).toHaveLength(0);
+      first.push(c.submit(2));
+      await turn();
+      expect(m.calls.map((x) => x.inputs)).toEqual([[1, 3, 2]]);
+      // While the flush is out, a lingering call waits; once it is back, it lingers again…
+      const next = [c.submit(5)];
+      m.calls[0]!.answer(m.doubled([1, 3, 2]));
+      expect(await Promise.all(first)).toEqual([2, 6, 4]);
+      await turn();
+      expect(m.calls).toHaveLength(1);
+      // …until an urgent call joins it.
+      next.push(c.submit(4));
+      await turn();
+      expect(m.calls.map((x) => x.inputs)).toEqual([
+        [1, 3, 2],
+        [5, 4],
+      ]);
+      m.calls[1]!.answer(m.doubled([5, 4]));
+      expect(await Promise.all(next)).toEqual([10, 8]);
+      vi.advanceTimersByTime(20);
+      expect(m.calls).toHaveLength(2); // the cleared linger sends nothing more
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("splits at maxBatch", async () => {
     const m = manualFlush();
     const c = new Coalescer(m.flush, 2);

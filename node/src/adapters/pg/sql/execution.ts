@@ -341,6 +341,31 @@ RETURNING t.id, t.fencing_token::text AS token, ${sqlEpochMs("t.run_at")} AS run
 export const COMPLETE_MANY = completeMany("tasks", false);
 export const COMPLETE_MANY_OUTSIDE_WORKFLOWS = completeMany("tasks", true);
 
+/** The statement with each parameter $n renamed $(n + by): a part of a larger statement. */
+const shiftParams = (sql: string, by: number) =>
+  sql.replace(/\$([0-9]+)/g, (_, n: string) => `$${Number(n) + by}`);
+
+/**
+ * step-many: a worker's coalesced starts and completions (of tasks of no
+ * workflow) of one turn, in one statement: one round trip, one execution
+ * start and one commit where two statements took two of each (at low rates
+ * each carries a task or two, and its fixed cost is most of what a task
+ * costs Postgres: bench/RESULTS.md, session 22). $1–$10 as start-many's,
+ * $11–$18 as complete-many's $1–$8. The two parts touch different rows: a
+ * task is completed only after its start answered. Locks: the rows it updates.
+ * → per task started, start-many's row with `started` true; per task
+ *   completed, (id, token, run_at_ms, workflow_id) with `started` false.
+ */
+export const stepMany = (table: string) => `
+WITH started AS (${startMany(table)}),
+completed AS (${shiftParams(completeMany(table, true), 10)})
+SELECT true AS started, id, token, attempt, max_attempts, timeout_ms, run_at_ms,
+       lease_expires_at_ms, NULL::uuid AS workflow_id
+  FROM started
+UNION ALL
+SELECT false, id, token, NULL, NULL, NULL, run_at_ms, NULL, workflow_id FROM completed`;
+export const STEP_MANY = stepMany("tasks");
+
 /**
  * cancel-failed: $1 ids uuid[], $2 run_at_ms float8[] (current), $3 last_error
  * jsonb[], $4 now_ms — RUNNING tasks locked by this transaction whose
