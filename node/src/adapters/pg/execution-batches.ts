@@ -3,10 +3,11 @@
  * of one event-loop turn that name their run_at become one statement
  * (coalescer.ts): STEP_MANY when the turn has both, else START_MANY or
  * COMPLETE_MANY; each caller gets its own row, or null when its fenced test
- * matched nothing. One statement for both halves the statements at low
- * rates, where each carries a task or two and costs Postgres and the worker
- * about as much as its rows (bench/RESULTS.md, session 22). A statement that lost a race
- * with a partition move or a deadlock is run again here, for the whole batch
+ * matched nothing. A turn with both saves a round trip, an executor start
+ * and a commit: at low rates a statement carries a task or two, and its
+ * fixed cost is most of what it costs Postgres and the worker
+ * (bench/RESULTS.md, session 22). A statement that lost a race with a
+ * partition move or a deadlock is run again here, for the whole batch
  * (FencedCalls.withRetries): the callers' refs are already checked
  * (FencedCalls.wellFormed), so they need none of `fenced`'s wrapping.
  *
@@ -172,13 +173,9 @@ export class ExecutionBatches {
   private async completeMany(inputs: CompleteInput[]): Promise<Array<Settled<DueEntry[] | null>>> {
     let direct: Map<string, Row>;
     try {
+      const values = completeValues(inputs);
       const result = await this.calls.withRetries(() =>
-        onDayPartition(
-          this.pool,
-          COMPLETE_OUTSIDE_WORKFLOWS,
-          refsOf(inputs),
-          completeValues(inputs),
-        ),
+        onDayPartition(this.pool, COMPLETE_OUTSIDE_WORKFLOWS, refsOf(inputs), values),
       );
       direct = byIdAndToken(result.rows);
     } catch (error) {
