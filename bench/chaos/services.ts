@@ -21,23 +21,15 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { chown, mkdir, rm, writeFile } from "node:fs/promises";
-import net from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import pg from "pg";
+import { freePort } from "../free-port.js";
 import { root, sleepMs } from "../support.js";
 import { onCleanup } from "./cleanup.js";
 
 const run = promisify(execFile);
-
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 async function until(what: string, probe: () => Promise<boolean>, timeoutMs: number) {
   const deadline = Date.now() + timeoutMs;

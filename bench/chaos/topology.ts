@@ -25,13 +25,13 @@ import {
   runMaintenance,
   runMigrations,
 } from "../../node/src/main/admin.js";
+import { freePort } from "../free-port.js";
 import { root } from "../support.js";
 import { onCleanup } from "./cleanup.js";
 import { installObserver } from "./observe.js";
 import { type Crash, ManagedProcess, type ProcessKind } from "./processes.js";
 import { type PartitionProxy, partitionProxy } from "./proxy.js";
 import {
-  freePort,
   type OwnKafka,
   type OwnPostgres,
   type OwnRedis,

@@ -13,9 +13,9 @@
  */
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../../bench/free-port.js";
 import { TOPICS, topicName } from "../../src/domain/envelope.js";
 import { type ApiFixture, call, startApiFixture, submitTask } from "./support/api.js";
-import { freePort } from "./support/free-port.js";
 import { newTopicPrefix, requireKafka, TEST_KAFKA_BROKERS } from "./support/kafka.js";
 import { PIPELINE_TIMINGS } from "./support/pipeline.js";
 import { fixtureEnv, killRolesChildren, startRolesChild } from "./support/roles-child.js";

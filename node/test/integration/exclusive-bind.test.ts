@@ -4,8 +4,8 @@
  * connections with the first) or /metrics listener on a port in use fails
  * at once, naming the port; the first keeps serving.
  */
-import net, { type AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { freePort } from "../../../bench/free-port.js";
 import { startMetricsServer } from "../../src/adapters/http/metrics-server.js";
 import { HttpServer } from "../../src/adapters/http/server.js";
 
@@ -25,24 +25,12 @@ const apiServer = (port: number) =>
     onError: () => undefined,
   });
 
-/**
- * A port that was free a moment ago. The first server must bind a port by
- * number: a port the kernel picked (port 0) is not shared even without the
- * exclusive flag, so it would not show the flag's effect.
- */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
 const metrics = { render: async () => ({ contentType: "text/plain", body: "up 1\n" }) };
 
 describe("exclusive bind", () => {
   it("refuses a second API server on a port in use, naming it; the first keeps serving", async () => {
+    // By number: a port the kernel picked (port 0) is not shared even without the
+    // exclusive flag, so it would not show the flag's effect.
     const port = await freePort();
     const first = apiServer(port);
     await first.listen();

@@ -23,7 +23,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { undoAll } from "../../../bench/chaos/cleanup.js";
 import { KafkaApi, type RequestRule } from "../../../bench/chaos/kafka-requests.js";
 import { type PartitionProxy, partitionProxy } from "../../../bench/chaos/proxy.js";
-import { freePort, type OwnKafka, startOwnKafka } from "../../../bench/chaos/services.js";
+import { type OwnKafka, startOwnKafka } from "../../../bench/chaos/services.js";
+import { freePort } from "../../../bench/free-port.js";
 import { KafkaTaskConsumer, workerGroupOf } from "../../src/adapters/kafka/kafka-task-consumer.js";
 import { topicName } from "../../src/domain/envelope.js";
 

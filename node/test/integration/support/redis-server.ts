@@ -1,7 +1,7 @@
 /** A throw-away redis-server of the test's own (on a free port), for tests that FLUSHALL or stop Redis. */
 import { type ChildProcess, spawn } from "node:child_process";
 import { Redis } from "ioredis";
-import { freePort } from "./free-port.js";
+import { freePort } from "../../../../bench/free-port.js";
 import { waitUntil } from "./wait.js";
 
 export interface OwnRedis {
