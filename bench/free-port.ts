@@ -11,26 +11,30 @@
 import { readFileSync } from "node:fs";
 import net from "node:net";
 
-/** Below this: the well-known ports and those of the services we run (5432, 6379, 9092). */
-const LOWEST = 10_000;
 const TRIES = 100;
 
+/**
+ * Where freePort draws from: above the well-known ports and those of the
+ * services we run (5432, 6379, 9092), below the first ephemeral port (Linux's
+ * default where /proc cannot be read).
+ */
+export const PORT_RANGE = { lowest: 10_000, highest: ephemeralStart() - 1 };
+
 export async function freePort(): Promise<number> {
-  const highest = ephemeralStart() - 1;
+  const { lowest, highest } = PORT_RANGE;
   for (let i = 0; i < TRIES; i++) {
-    const port = LOWEST + Math.floor(Math.random() * (highest - LOWEST + 1));
+    const port = lowest + Math.floor(Math.random() * (highest - lowest + 1));
     if (await bindable(port)) return port;
   }
-  throw new Error(`no free loopback port between ${LOWEST} and ${highest} in ${TRIES} tries`);
+  throw new Error(`no free loopback port between ${lowest} and ${highest} in ${TRIES} tries`);
 }
 
-/** The first port of the kernel's ephemeral range (Linux's default where it cannot be read). */
 function ephemeralStart(): number {
   try {
     const low = Number(
       readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").split(/\s+/)[0],
     );
-    return Number.isInteger(low) && low > LOWEST + 1000 ? low : 32_768;
+    return Number.isInteger(low) && low > 11_000 ? low : 32_768;
   } catch {
     return 32_768;
   }
@@ -40,8 +44,6 @@ function bindable(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = net.createServer();
     server.once("error", () => resolve(false));
-    server.listen({ port, host: "127.0.0.1", exclusive: true }, () =>
-      server.close(() => resolve(true)),
-    );
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
 }

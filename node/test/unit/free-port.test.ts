@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import net from "node:net";
 import { describe, expect, it, vi } from "vitest";
-import { freePort } from "../../../bench/free-port.js";
+import { freePort, PORT_RANGE } from "../../../bench/free-port.js";
 
 const ephemeralStart = Number(
   readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").split(/\s+/)[0],
@@ -11,14 +11,15 @@ const bind = (port: number) =>
   new Promise<net.Server>((resolve, reject) => {
     const server = net.createServer();
     server.once("error", reject);
-    server.listen({ port, host: "127.0.0.1", exclusive: true }, () => resolve(server));
+    server.listen(port, "127.0.0.1", () => resolve(server));
   });
 
 describe("freePort (the test servers' and chaos harness's ports)", () => {
   it("picks ports below the kernel's ephemeral range, which outgoing connections draw on, free to bind", async () => {
+    expect(PORT_RANGE.highest).toBe(ephemeralStart - 1);
     const ports = await Promise.all(Array.from({ length: 20 }, () => freePort()));
     for (const port of ports) {
-      expect(port).toBeGreaterThanOrEqual(10_000);
+      expect(port).toBeGreaterThanOrEqual(PORT_RANGE.lowest);
       expect(port).toBeLessThan(ephemeralStart);
     }
     const server = await bind(ports[0]!);
@@ -28,9 +29,11 @@ describe("freePort (the test servers' and chaos harness's ports)", () => {
   it("passes over a port someone listens on and tries another", async () => {
     const held = await bind(await freePort());
     const heldPort = (held.address() as net.AddressInfo).port;
-    const span = ephemeralStart - 10_000;
-    const drawing = (port: number) => (port - 10_000 + 0.5) / span;
-    const other = heldPort + 1 < ephemeralStart ? heldPort + 1 : heldPort - 1;
+    let other = await freePort();
+    while (other === heldPort) other = await freePort();
+    // Math.random's value that draws this port.
+    const drawing = (port: number) =>
+      (port - PORT_RANGE.lowest + 0.5) / (PORT_RANGE.highest - PORT_RANGE.lowest + 1);
     const random = vi
       .spyOn(Math, "random")
       .mockReturnValueOnce(drawing(heldPort))

@@ -42,9 +42,10 @@ export function createPgPool(options: PgPoolOptions): PgPool {
     // Startup parameters hold before the first query. A 201 means committed
     // and flushed, whatever the server's default; the server checks that the
     // login role may assume `role`. No JIT: every statement here is short, but
-    // a plan over the horizon's ~400 partitions can be costed past
-    // jit_above_cost; the lease reaper compiled 223 functions for 0.4–0.7 s
-    // of CPU to find nothing in 45 ms (bench/RESULTS.md, session 24).
+    // one that reads every shard in dozens of partitions can be costed past
+    // jit_above_cost; the lease reaper (16 shards × 31 partitions) compiled 223
+    // functions for 0.4–0.7 s of CPU to find nothing in 45 ms (bench/RESULTS.md,
+    // session 24).
     options: `-c synchronous_commit=on -c jit=off${options.role === null ? "" : ` -c role=${options.role}`}`,
   });
   // A client losing its connection must not crash the process, idle or checked out: the pool
