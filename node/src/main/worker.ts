@@ -125,8 +125,8 @@ export async function startWorker(
       random: Math.random,
       newId,
       coalesceMax: config.workerCoalesceMax,
-      // Half the pool each for starts and completions: the rest of the calls queue into the
-      // next statement rather than for a connection.
+      // Full batches may take half the pool; the other half serves heartbeats and failures.
+      // The rest of the calls queue into the next statement rather than for a connection.
       coalesceMaxInFlight: Math.max(1, Math.floor(config.workerPgPoolSize / 2)),
       completionLingerMs: config.workerCompletionLingerMs,
     });

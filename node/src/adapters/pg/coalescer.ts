@@ -2,12 +2,18 @@
  * Coalesces calls into few statements: a worker running many short tasks
  * starts (and completes) them with one round trip and one plan per batch
  * instead of one per task. Calls of one turn of the event loop go together;
- * while `maxInFlight` statements are out, new calls wait and go together in
- * the next, so batches grow exactly as much as Postgres' own latency makes
- * necessary, instead of queueing many small statements for the pool's few
- * connections. Each caller gets its own answer or its own error; a batch
- * that fails as a whole fails each of its callers, who retry as they would a
- * statement of their own.
+ * while a statement is out, new calls wait and go together in the next, so
+ * batches grow exactly as much as Postgres' own latency makes necessary,
+ * instead of queueing many small statements for the pool's few connections.
+ * Each caller gets its own answer or its own error; a batch that fails as a
+ * whole fails each of its callers, who retry as they would a statement of
+ * their own.
+ *
+ * `partialInFlight`, `maxInFlight`: a batch leaves while fewer than
+ * `partialInFlight` statements are out, or, once it is full (`maxBatch`),
+ * fewer than `maxInFlight`. One statement at a time makes the largest
+ * batches, and each statement costs Postgres and the caller a fixed share of
+ * CPU whatever its rows; more at a time only helps once a batch is full.
  *
  * `lingerMs` > 0: a batch leaves that long after its first call instead of
  * in the next turn (or at once when full), so that at low rates more calls
@@ -25,19 +31,38 @@ interface Call<In, Out> {
   reject: (e: unknown) => void;
 }
 
+export interface CoalescerOptions<In> {
+  maxBatch: number;
+  /** Statements out at once, full batches (default: no limit). */
+  maxInFlight?: number;
+  /** Statements out at once while the batch waiting is not full (default: maxInFlight). */
+  partialInFlight?: number;
+  lingerMs?: number;
+  /** A call that does not linger (default: none). */
+  urgent?: (input: In) => boolean;
+}
+
 export class Coalescer<In, Out> {
   private pending: Array<Call<In, Out>> = [];
   /** A flush is set for the next turn (setImmediate) or, lingering, for later (a timer). */
   private scheduled: "turn" | NodeJS.Timeout | null = null;
   private inFlight = 0;
+  private readonly maxBatch: number;
+  private readonly maxInFlight: number;
+  private readonly partialInFlight: number;
+  private readonly lingerMs: number;
+  private readonly urgent: (input: In) => boolean;
 
   constructor(
     private readonly flush: (inputs: In[]) => Promise<Array<Settled<Out>>>,
-    private readonly maxBatch: number,
-    private readonly maxInFlight = Number.POSITIVE_INFINITY,
-    private readonly lingerMs = 0,
-    private readonly urgent: (input: In) => boolean = () => false,
-  ) {}
+    options: CoalescerOptions<In>,
+  ) {
+    this.maxBatch = options.maxBatch;
+    this.maxInFlight = options.maxInFlight ?? Number.POSITIVE_INFINITY;
+    this.partialInFlight = Math.min(options.partialInFlight ?? this.maxInFlight, this.maxInFlight);
+    this.lingerMs = options.lingerMs ?? 0;
+    this.urgent = options.urgent ?? (() => false);
+  }
 
   submit(input: In): Promise<Out> {
     return new Promise<Out>((resolve, reject) => {
@@ -47,8 +72,15 @@ export class Coalescer<In, Out> {
     });
   }
 
+  /** May the batch waiting leave now (with as many statements out as there are)? */
+  private mayLeave(): boolean {
+    if (this.pending.length === 0) return false;
+    const full = this.pending.length >= this.maxBatch;
+    return this.inFlight < (full ? this.maxInFlight : this.partialInFlight);
+  }
+
   private schedule(urgent: boolean): void {
-    if (this.pending.length === 0 || this.inFlight >= this.maxInFlight) return;
+    if (!this.mayLeave()) return;
     const lingers = this.lingerMs > 0 && !urgent;
     if (this.scheduled !== null) {
       if (lingers || this.scheduled === "turn") return;
@@ -71,7 +103,7 @@ export class Coalescer<In, Out> {
   }
 
   private run(): void {
-    if (this.pending.length === 0 || this.inFlight >= this.maxInFlight) return; // a completion runs it
+    if (!this.mayLeave()) return; // a completion runs it
     const batch = this.pending.splice(0, this.maxBatch);
     this.inFlight++;
     // The next batch is scheduled before this one's callers run: they may submit again.

@@ -70,7 +70,7 @@ export interface PgExecutionStoreOptions {
    * 0 or absent: one statement per call).
    */
   coalesceMax?: number;
-  /** Coalesced statements of each kind (starts, completions) out at once; more calls wait and join the next. */
+  /** Coalesced statements of full batches out at once (one while a batch is not full); more calls wait and join the next. */
   coalesceMaxInFlight?: number;
   /** How long a coalesced completion waits for more after its first call (0: the next turn). */
   completionLingerMs?: number;

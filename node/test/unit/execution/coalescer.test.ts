@@ -21,7 +21,7 @@ const turn = () => new Promise((resolve) => setImmediate(resolve));
 describe("Coalescer", () => {
   it("calls of one turn share one flush; each caller gets its own answer", async () => {
     const m = manualFlush();
-    const c = new Coalescer(m.flush, 100);
+    const c = new Coalescer(m.flush, { maxBatch: 100 });
     const answers = Promise.all([c.submit(1), c.submit(2), c.submit(3)]);
     await turn();
     expect(m.calls.map((x) => x.inputs)).toEqual([[1, 2, 3]]);
@@ -31,7 +31,7 @@ describe("Coalescer", () => {
 
   it("while maxInFlight flushes are out, new calls wait and then go together", async () => {
     const m = manualFlush();
-    const c = new Coalescer(m.flush, 100, 1);
+    const c = new Coalescer(m.flush, { maxBatch: 100, maxInFlight: 1 });
     const first = c.submit(1);
     await turn();
     const later = [c.submit(2), c.submit(3)];
@@ -51,7 +51,7 @@ describe("Coalescer", () => {
     vi.useFakeTimers({ toFake: ["setTimeout"] });
     try {
       const m = manualFlush();
-      const c = new Coalescer(m.flush, 3, Number.POSITIVE_INFINITY, 20);
+      const c = new Coalescer(m.flush, { maxBatch: 3, lingerMs: 20 });
       const lingering = [c.submit(1)];
       await turn();
       lingering.push(c.submit(2));
@@ -77,7 +77,12 @@ describe("Coalescer", () => {
     try {
       const m = manualFlush();
       // Even numbers are urgent (as a start is among completions).
-      const c = new Coalescer(m.flush, 100, 1, 20, (x: number) => x % 2 === 0);
+      const c = new Coalescer(m.flush, {
+        maxBatch: 100,
+        maxInFlight: 1,
+        lingerMs: 20,
+        urgent: (x: number) => x % 2 === 0,
+      });
       const first = [c.submit(1), c.submit(3)];
       await turn();
       expect(m.calls).toHaveLength(0);
@@ -106,9 +111,30 @@ describe("Coalescer", () => {
     }
   });
 
+  it("a batch not yet full waits for partialInFlight; full batches leave up to maxInFlight", async () => {
+    const m = manualFlush();
+    const c = new Coalescer(m.flush, { maxBatch: 2, partialInFlight: 1, maxInFlight: 2 });
+    const first = c.submit(1);
+    await turn();
+    expect(m.calls.map((x) => x.inputs)).toEqual([[1]]);
+    // One statement is out: a partial batch waits, a full one takes the second place.
+    const rest = [2, 3, 4].map((x) => c.submit(x));
+    await turn();
+    expect(m.calls.map((x) => x.inputs)).toEqual([[1], [2, 3]]);
+    m.calls[1]!.answer(m.doubled([2, 3]));
+    await turn();
+    expect(m.calls).toHaveLength(2); // [4] still waits: the first statement is out
+    m.calls[0]!.answer(m.doubled([1]));
+    expect(await first).toBe(2);
+    await turn();
+    expect(m.calls.map((x) => x.inputs)).toEqual([[1], [2, 3], [4]]);
+    m.calls[2]!.answer(m.doubled([4]));
+    expect(await Promise.all(rest)).toEqual([4, 6, 8]);
+  });
+
   it("splits at maxBatch", async () => {
     const m = manualFlush();
-    const c = new Coalescer(m.flush, 2);
+    const c = new Coalescer(m.flush, { maxBatch: 2 });
     const all = Promise.all([1, 2, 3, 4, 5].map((x) => c.submit(x)));
     await turn();
     expect(m.calls.map((x) => x.inputs)).toEqual([[1, 2], [3, 4], [5]]);
@@ -118,7 +144,7 @@ describe("Coalescer", () => {
 
   it("a caller's own error reaches only it; a failed flush reaches all its callers", async () => {
     const m = manualFlush();
-    const c = new Coalescer(m.flush, 100);
+    const c = new Coalescer(m.flush, { maxBatch: 100 });
     const a = c.submit(1);
     const b = c.submit(2);
     await turn();
