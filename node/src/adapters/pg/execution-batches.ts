@@ -75,9 +75,9 @@ export class ExecutionBatches {
   ) {
     this.steps = new Coalescer((inputs) => this.step(inputs), {
       maxBatch,
-      // One statement out at a time until a batch is full: at 1,000 tasks/s a
-      // second one halved the rows per statement, and at 5,000/s it cost 8 %
-      // more CPU per task (bench/RESULTS.md, session 25).
+      // One statement out at a time until a batch is full: with two, a start or
+      // a completion left nearly alone (1.5 rows per statement at 1,000 tasks/s),
+      // and at 5,000/s a task cost about 6 % more CPU (bench/RESULTS.md, session 25).
       partialInFlight: 1,
       maxInFlight,
       lingerMs: completionLingerMs,
