@@ -122,6 +122,8 @@ describe("Coalescer", () => {
     await turn();
     expect(m.calls.map((x) => x.inputs)).toEqual([[1], [2, 3]]);
     m.calls[1]!.answer(m.doubled([2, 3]));
+    expect(await Promise.all(rest.slice(0, 2))).toEqual([4, 6]);
+    await turn();
     await turn();
     expect(m.calls).toHaveLength(2); // [4] still waits: the first statement is out
     m.calls[0]!.answer(m.doubled([1]));
@@ -129,7 +131,7 @@ describe("Coalescer", () => {
     await turn();
     expect(m.calls.map((x) => x.inputs)).toEqual([[1], [2, 3], [4]]);
     m.calls[2]!.answer(m.doubled([4]));
-    expect(await Promise.all(rest)).toEqual([4, 6, 8]);
+    expect(await rest[2]).toBe(8);
   });
 
   it("splits at maxBatch", async () => {
