@@ -5,7 +5,7 @@ import { FakeClock } from "../../support/fake-clock.js";
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 describe("uuidv7From", () => {
-  it("gives distinct, increasing UUIDv7s stamped by the clock, past many refills of its random buffer", () => {
+  it("gives distinct, increasing UUIDv7s stamped by the clock, past several refills of its random buffer", () => {
     const clock = new FakeClock(Date.parse("2026-12-06T12:00:00Z"));
     const next = uuidv7From(clock);
     const ids: string[] = [];
