@@ -115,7 +115,7 @@ describe("database roles", () => {
     );
   });
 
-  it("only the worker reaches a task partition by name, and only for its start and completion", async () => {
+  it("only the worker and the dispatcher reach a task partition by name, each for its own columns", async () => {
     const partition = (
       await as("chronofence_worker").query(
         "SELECT tableoid::regclass::text AS name FROM tasks LIMIT 1",
@@ -140,8 +140,23 @@ describe("database roles", () => {
     ]) {
       await refused("chronofence_worker", sql);
     }
+    // The arm (migrations/000023): its columns and no others.
+    await as("chronofence_dispatch").query(
+      `UPDATE ${partition} SET status = status, fencing_token = fencing_token, armed_at = now(),
+              updated_at = now(), dispatch_shard = 0, dispatch_epoch = 0 WHERE false`,
+    );
+    for (const sql of [
+      `UPDATE ${partition} SET payload = '{}'`,
+      `UPDATE ${partition} SET result = '1'`,
+      `UPDATE ${partition} SET lease_owner = 'me'`,
+      `UPDATE ${partition} SET run_at = run_at`,
+      `DELETE FROM ${partition}`,
+      `INSERT INTO ${partition} (id, run_at) SELECT id, run_at FROM ${partition} LIMIT 0`,
+    ]) {
+      await refused("chronofence_dispatch", sql);
+    }
     // The API's tenant policy is on `tasks`; a partition named directly would have none.
-    for (const role of ["chronofence_api", "chronofence_dispatch", "chronofence_planner"])
+    for (const role of ["chronofence_api", "chronofence_planner"])
       await refused(role, `SELECT * FROM ${partition}`);
   });
 

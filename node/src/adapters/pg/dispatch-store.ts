@@ -9,15 +9,19 @@ import type {
   ShardCursor,
 } from "../../ports/dispatch-store.js";
 import { plainArray } from "./array-param.js";
+import { type DayPartitionStatement, onDayPartition } from "./day-partition.js";
 import { isoOfMs, roundMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
 import type { PgPool } from "./pool.js";
-import { ARM_TASKS, REARM_STALE, SCHEDULED_BEFORE } from "./sql/dispatch.js";
+import { ARM_TASKS, armTasks, REARM_STALE, SCHEDULED_BEFORE } from "./sql/dispatch.js";
 
 /** pg's own parser of an int4[] (type oid 1007) in text form. */
 const parseIntArray: (text: string) => number[] = pg.types.getTypeParser(
   1007 as Parameters<typeof pg.types.getTypeParser>[0],
 );
+
+/** The arm on the claims' day's partition, prepared (day-partition.ts). */
+const ARM: DayPartitionStatement = { onTasks: ARM_TASKS, on: armTasks, name: "cf_arm_tasks" };
 
 /** The dispatcher roles' view of Postgres: all tenants, as chronofence_dispatch (migrations/000011). */
 export class PgDispatchStore implements DispatchStore {
@@ -42,7 +46,8 @@ export class PgDispatchStore implements DispatchStore {
     }
     let rows: ArmedRow[];
     try {
-      const result = await this.pool.query(ARM_TASKS, [
+      const days = [{ runAtMs: minMs }, { runAtMs: maxMs }];
+      const result = await onDayPartition(this.pool, ARM, days, [
         withClaims.map((b) => b.fence.shard),
         withClaims.map((b) => shardLeaseName(b.fence.shard)),
         withClaims.map((b) => b.fence.owner),

@@ -12,20 +12,18 @@
  * (FencedCalls.wellFormed), so they need none of `fenced`'s wrapping.
  *
  * A batch whose run_at all fall on one UTC day (nearly every batch) runs
- * as a prepared statement on that day's partition, which Postgres plans
- * once per connection instead of once per batch (migrations/000022; through
- * `tasks`, planning took about half of Postgres' time at 1,000 tasks/s). A
- * batch across midnight, a partition that is gone (a stale ref of a dropped
- * day) or a role without the partitions' grants use the form on `tasks`.
+ * as a prepared statement on that day's partition (day-partition.ts; through
+ * `tasks`, planning took about half of Postgres' time at 1,000 tasks/s).
  */
 
 import type { ExecutionRef } from "../../ports/execution-store.js";
 import type { DueEntry } from "../../ports/hot-tier.js";
 import { plainArray, textArray } from "./array-param.js";
 import { Coalescer, type Settled } from "./coalescer.js";
-import { DAY_MS, isoOfMs, utcDayOfMs, utcDayStartMs } from "./epoch-ms.js";
+import { type DayPartitionStatement, onDayPartition, runAtDays } from "./day-partition.js";
+import { DAY_MS, isoOfMs } from "./epoch-ms.js";
 import { isDataException } from "./errors.js";
-import type { FencedCalls, Queryable } from "./fenced-calls.js";
+import type { FencedCalls } from "./fenced-calls.js";
 import type { PgPool } from "./pool.js";
 import { releaseTerminal } from "./release-terminal.js";
 import {
@@ -281,57 +279,13 @@ function completeValues(inputs: readonly CompleteInput[]): unknown[] {
 
 const refsOf = (inputs: ReadonlyArray<{ ref: RefWithRunAt }>) => inputs.map((i) => i.ref);
 
-/** A batched statement: its text on `tasks` and on a partition, and the prefix of its prepared names. */
-interface BatchStatement {
-  onTasks: string;
-  on: (partition: string) => string;
-  name: string;
-}
-const START: BatchStatement = { onTasks: START_MANY, on: startMany, name: "cf_start_many" };
-const STEP: BatchStatement = { onTasks: STEP_MANY, on: stepMany, name: "cf_step_many" };
-const COMPLETE_OUTSIDE_WORKFLOWS: BatchStatement = {
+const START: DayPartitionStatement = { onTasks: START_MANY, on: startMany, name: "cf_start_many" };
+const STEP: DayPartitionStatement = { onTasks: STEP_MANY, on: stepMany, name: "cf_step_many" };
+const COMPLETE_OUTSIDE_WORKFLOWS: DayPartitionStatement = {
   onTasks: COMPLETE_MANY_OUTSIDE_WORKFLOWS,
   on: (partition) => completeMany(partition, true),
   name: "cf_complete_many",
 };
-
-/** 42P01: no such table (the day's partition is gone); 42501: the role has no grant on it. */
-const PARTITION_UNUSABLE = new Set(["42P01", "42501"]);
-
-/**
- * The statement on the partition of the refs' one UTC day (tasks_pYYYYMMDD,
- * migrations/000002), prepared under a name of its own; on `tasks` when the
- * refs span days or that partition cannot be used (and only then: a refusal
- * of any other kind is the batch's).
- */
-async function onDayPartition(
-  db: Queryable,
-  statement: BatchStatement,
-  refs: ReadonlyArray<{ runAtMs: number }>,
-  values: unknown[],
-): Promise<{ rows: Row[] }> {
-  const day = oneDayOf(refs);
-  if (day !== null) {
-    try {
-      const name = `${statement.name}_${day}`;
-      return await db.query({ name, text: statement.on(`tasks_p${day}`), values });
-    } catch (error) {
-      if (!PARTITION_UNUSABLE.has((error as { code?: string } | null)?.code ?? "")) throw error;
-    }
-  }
-  return db.query(statement.onTasks, values);
-}
-
-/**
- * The one UTC day (YYYYMMDD) of every ref's run_at, or null when they span
- * days or lie outside the years 0–9999 (which no partition's name can hold).
- */
-function oneDayOf(refs: ReadonlyArray<{ runAtMs: number }>): string | null {
-  const { firstMs, lastMs } = runAtDays(refs);
-  if (firstMs !== lastMs) return null;
-  const day = utcDayOfMs(firstMs).replaceAll("-", "");
-  return /^[0-9]{8}$/.test(day) ? day : null;
-}
 
 /**
  * Bounds on run_at as plain parameters, so the planner prunes the partitions
@@ -347,17 +301,6 @@ function oneDayOf(refs: ReadonlyArray<{ runAtMs: number }>): string | null {
 function runAtBounds(refs: ReadonlyArray<{ runAtMs: number }>): [string, string] {
   const { firstMs, lastMs } = runAtDays(refs);
   return [isoOfMs(firstMs), isoOfMs(lastMs + DAY_MS)];
-}
-
-/** The starts of the UTC days of the refs' earliest and latest run_at. */
-function runAtDays(refs: ReadonlyArray<{ runAtMs: number }>): { firstMs: number; lastMs: number } {
-  let min = Number.POSITIVE_INFINITY;
-  let max = Number.NEGATIVE_INFINITY;
-  for (const r of refs) {
-    if (r.runAtMs < min) min = r.runAtMs;
-    if (r.runAtMs > max) max = r.runAtMs;
-  }
-  return { firstMs: utcDayStartMs(min), lastMs: utcDayStartMs(max) };
 }
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string): T[][] {

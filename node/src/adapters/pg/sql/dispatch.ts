@@ -33,8 +33,12 @@ import { unfinishedByRunAt } from "./unfinished.js";
  * tasks_armed_at_idx, dropped by migrations/000020), then joined that once
  * per claim, so the cost grew with the backlog (EXPLAIN ANALYZE in
  * bench/RESULTS.md, Dispatch).
+ *
+ * `table`: `tasks`, or the one partition that holds every claim's run_at
+ * (the dispatcher's prepared form, day-partition.ts: planned once per
+ * connection, where through `tasks` each claim round was planned again).
  */
-export const ARM_TASKS = `
+export const armTasks = (table: string) => `
 WITH fence AS (
   SELECT f.shard, f.epoch
     FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[]) AS f (shard, name, owner, epoch)
@@ -50,7 +54,7 @@ claim AS (
     JOIN fence f ON f.shard = c.shard
 ),
 armed AS (
-  UPDATE tasks t
+  UPDATE ${table} t
      SET status = 'ARMED',
          fencing_token = nextval('fencing_token_seq'),
          armed_at = ${sqlTimestamptz("$5")},
@@ -74,6 +78,7 @@ SELECT ARRAY(SELECT shard FROM fence)::text AS fenced_shards, a.*, tn.grace_ms
   FROM (SELECT 1) AS one
   LEFT JOIN armed a ON true
   LEFT JOIN tenants tn ON tn.id = a.tenant_id`;
+export const ARM_TASKS = armTasks("tasks");
 
 /**
  * scheduled-before: $1 before timestamptz, $2 shards int[], and per shard its cursor:
