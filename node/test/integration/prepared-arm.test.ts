@@ -10,8 +10,9 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PgDispatchStore } from "../../src/adapters/pg/dispatch-store.js";
 import { PgLeaseStore } from "../../src/adapters/pg/lease-store.js";
-import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
+import type { PgPool } from "../../src/adapters/pg/pool.js";
 import { startTenantFixture, type TenantFixture } from "./support/api.js";
+import { onePreparingConnection, partitionOf, preparedStatements } from "./support/prepared.js";
 import { withPg } from "./support/services.js";
 
 const DAY_MS = 86_400_000;
@@ -24,16 +25,7 @@ let epoch: number;
 
 beforeAll(async () => {
   fixture = await startTenantFixture();
-  // One connection: the prepared statements it holds are the ones the test reads.
-  pool = createPgPool({
-    connectionString: fixture.db.url,
-    maxConnections: 1,
-    statementTimeoutMs: 30_000,
-    connectTimeoutMs: 5000,
-    role: "chronofence_dispatch",
-    applicationName: "prepared-arm-test",
-    onError: () => undefined,
-  });
+  pool = onePreparingConnection(fixture.db.url, "chronofence_dispatch", "prepared-arm-test");
   store = new PgDispatchStore(pool);
   const acquired = await new PgLeaseStore(pool).acquire(
     `shard:${SHARD}`,
@@ -49,9 +41,6 @@ afterAll(async () => {
   await pool?.end();
   await fixture?.db.drop();
 });
-
-const partitionOf = (ms: number) =>
-  `tasks_p${new Date(ms).toISOString().slice(0, 10).replaceAll("-", "")}`;
 
 /** SCHEDULED tasks due at `runAtMs`; their claims. */
 async function scheduled(runAtMs: number[]) {
@@ -82,13 +71,6 @@ const statusOf = async (ids: string[]) =>
     return rows.map((r) => r.status);
   });
 
-async function preparedStatements() {
-  const { rows } = await pool.query(
-    "SELECT name, generic_plans::int, custom_plans::int FROM pg_prepared_statements ORDER BY name",
-  );
-  return rows as Array<{ name: string; generic_plans: number; custom_plans: number }>;
-}
-
 describe("the arm, prepared on the day's partition", () => {
   it("arms a day's claim rounds through its partition, planned once for all of them", async () => {
     const dueMs = Date.now() + 60_000;
@@ -100,7 +82,7 @@ describe("the arm, prepared on the day's partition", () => {
       expect(result?.armed.map((t) => t.id).sort()).toEqual(claims.map((c) => c.taskId).sort());
       expect(await statusOf(claims.map((c) => c.taskId))).toEqual(claims.map(() => "ARMED"));
     }
-    const prepared = (await preparedStatements()).find((p) => p.name === `cf_arm_tasks_${day}`);
+    const prepared = (await preparedStatements(pool)).find((p) => p.name === `cf_arm_tasks_${day}`);
     expect(prepared && prepared.custom_plans + prepared.generic_plans).toBe(8);
     expect(prepared?.generic_plans).toBeGreaterThanOrEqual(1);
   });
@@ -118,7 +100,7 @@ describe("the arm, prepared on the day's partition", () => {
     const claims = await scheduled([yesterdayMs, nowMs + 60_000]);
     const [result] = await arm(claims);
     expect(result?.armed).toHaveLength(2);
-    expect((await preparedStatements()).map((p) => p.name)).not.toContain(
+    expect((await preparedStatements(pool)).map((p) => p.name)).not.toContain(
       `cf_arm_tasks_${partitionOf(yesterdayMs).slice("tasks_p".length)}`,
     );
   });

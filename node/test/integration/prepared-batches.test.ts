@@ -9,9 +9,10 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PgExecutionStore } from "../../src/adapters/pg/execution-store.js";
-import { createPgPool, type PgPool } from "../../src/adapters/pg/pool.js";
+import type { PgPool } from "../../src/adapters/pg/pool.js";
 import type { ExecutionRef } from "../../src/ports/execution-store.js";
 import { startTenantFixture, type TenantFixture } from "./support/api.js";
+import { onePreparingConnection, partitionOf, preparedStatements } from "./support/prepared.js";
 import { withPg } from "./support/services.js";
 
 const DAY_MS = 86_400_000;
@@ -22,16 +23,7 @@ let nextToken = 1000;
 
 beforeAll(async () => {
   fixture = await startTenantFixture();
-  // One connection: the prepared statements it holds are the ones the test reads.
-  pool = createPgPool({
-    connectionString: fixture.db.url,
-    maxConnections: 1,
-    statementTimeoutMs: 30_000,
-    connectTimeoutMs: 5000,
-    role: "chronofence_worker",
-    applicationName: "prepared-batches-test",
-    onError: () => undefined,
-  });
+  pool = onePreparingConnection(fixture.db.url, "chronofence_worker", "prepared-batches-test");
   store = new PgExecutionStore(pool, {
     rowLevelSecurity: false,
     random: () => 0.5,
@@ -45,9 +37,6 @@ afterAll(async () => {
   await pool?.end();
   await fixture?.db.drop();
 });
-
-const partitionOf = (ms: number) =>
-  `tasks_p${new Date(ms).toISOString().slice(0, 10).replaceAll("-", "")}`;
 
 /** ARMED tasks due at `runAtMs` (past), each with a token of its own. */
 async function armed(runAtMs: number[]): Promise<ExecutionRef[]> {
@@ -89,13 +78,6 @@ async function run(refs: ExecutionRef[]): Promise<string[]> {
   return completions.map((c) => c.kind);
 }
 
-async function preparedStatements() {
-  const { rows } = await pool.query(
-    "SELECT name, generic_plans::int, custom_plans::int FROM pg_prepared_statements ORDER BY name",
-  );
-  return rows as Array<{ name: string; generic_plans: number; custom_plans: number }>;
-}
-
 const statusOf = async (refs: ExecutionRef[]) =>
   withPg(fixture.db.url, async (c) => {
     const { rows } = await c.query(
@@ -115,7 +97,7 @@ describe("prepared batches on the day's partition", () => {
       expect(await run(refs)).toEqual(refs.map(() => "completed"));
       expect(await statusOf(refs)).toEqual(refs.map(() => "COMPLETED"));
     }
-    const prepared = await preparedStatements();
+    const prepared = await preparedStatements(pool);
     expect(prepared.map((p) => p.name)).toEqual([
       `cf_complete_many_${day}`,
       `cf_start_many_${day}`,
@@ -145,7 +127,7 @@ describe("prepared batches on the day's partition", () => {
       expect(await statusOf([...running, ...next])).toEqual(["COMPLETED", "RUNNING"]);
       running = next;
     }
-    const step = (await preparedStatements()).find((p) => p.name === `cf_step_many_${day}`);
+    const step = (await preparedStatements(pool)).find((p) => p.name === `cf_step_many_${day}`);
     expect(step && step.custom_plans + step.generic_plans).toBe(7);
     expect(step?.generic_plans).toBeGreaterThanOrEqual(1);
   });
@@ -155,7 +137,7 @@ describe("prepared batches on the day's partition", () => {
     const yesterdayMs = Math.floor(nowMs / DAY_MS) * DAY_MS - 1;
     const refs = await armed([yesterdayMs, nowMs - 1000]);
     expect(await run(refs)).toEqual(["completed", "completed"]);
-    expect((await preparedStatements()).map((p) => p.name)).not.toContain(
+    expect((await preparedStatements(pool)).map((p) => p.name)).not.toContain(
       `cf_start_many_${partitionOf(yesterdayMs).slice("tasks_p".length)}`,
     );
   });
