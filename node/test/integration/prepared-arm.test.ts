@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PgDispatchStore } from "../../src/adapters/pg/dispatch-store.js";
 import { PgLeaseStore } from "../../src/adapters/pg/lease-store.js";
 import type { PgPool } from "../../src/adapters/pg/pool.js";
+import { shardOf } from "../../src/domain/shard.js";
 import { startTenantFixture, type TenantFixture } from "./support/api.js";
 import { onePreparingConnection, partitionOf, preparedStatements } from "./support/prepared.js";
 import { withPg } from "./support/services.js";
@@ -42,9 +43,17 @@ afterAll(async () => {
   await fixture?.db.drop();
 });
 
+/** A task id of SHARD for the fixture's tenant: a claim comes from its task's shard's due set. */
+function idInShard(): string {
+  for (;;) {
+    const id = randomUUID();
+    if (shardOf(fixture.tenant.id, id) === SHARD) return id;
+  }
+}
+
 /** SCHEDULED tasks due at `runAtMs`; their claims. */
 async function scheduled(runAtMs: number[]) {
-  const claims = runAtMs.map((ms) => ({ taskId: randomUUID(), runAtMs: ms }));
+  const claims = runAtMs.map((ms) => ({ taskId: idInShard(), runAtMs: ms }));
   await withPg(fixture.db.url, (c) =>
     c.query(
       `INSERT INTO tasks (id, tenant_id, type, payload, priority, status, run_at,

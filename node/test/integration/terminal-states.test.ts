@@ -91,6 +91,7 @@ const PATHS: Path[] = [
           [isoOfMs(x.runAtMs)],
           Date.now(),
           CANCELLABLE_STATUSES,
+          x.tenantId,
         ]),
       ),
   },
@@ -172,6 +173,7 @@ const PATHS: Path[] = [
           [errorJson],
           Date.now(),
           [1],
+          [x.tenantId],
         ]),
       ),
   },
@@ -187,6 +189,7 @@ const PATHS: Path[] = [
           [errorJson],
           Date.now(),
           [1],
+          [x.tenantId],
         ]),
       ),
   },
@@ -194,7 +197,15 @@ const PATHS: Path[] = [
     name: "settle: a retry of a stopped workflow's node, to CANCELLED (CANCEL_FAILED)",
     on: "task",
     run: async (x) =>
-      noRows(await s.pool.query(CANCEL_FAILED, [[x.id], [x.runAtMs], [errorJson], Date.now()])),
+      noRows(
+        await s.pool.query(CANCEL_FAILED, [
+          [x.id],
+          [x.runAtMs],
+          [errorJson],
+          Date.now(),
+          [x.tenantId],
+        ]),
+      ),
   },
   {
     name: "release: the DAG releaser, as the parent completes (cf_release_dependents)",
@@ -211,7 +222,9 @@ const PATHS: Path[] = [
     name: "release: a buffered occurrence (RELEASE_TASKS)",
     on: "task",
     run: async (x) =>
-      noRows(await s.pool.query(RELEASE_TASKS, [[x.id], [isoOfMs(x.runAtMs)], Date.now()])),
+      noRows(
+        await s.pool.query(RELEASE_TASKS, [[x.id], [isoOfMs(x.runAtMs)], Date.now(), [x.tenantId]]),
+      ),
   },
   {
     name: "start (startTask)",

@@ -33,6 +33,7 @@ const FAR_FUTURE_MS = 8.64e15;
 type Queryable = Pick<pg.PoolClient, "query">;
 
 interface TaskRef {
+  tenantId: string;
   taskId: string;
   runAtMs: number;
 }
@@ -141,6 +142,7 @@ export class PgPlanStore implements PlanStore {
     );
     const buffered = (await this.pool.query(BUFFERED_OCCURRENCES, [ids])).rows.map((row) => ({
       scheduleId: row.schedule_id as string,
+      tenantId: row.tenant_id as string,
       taskId: row.task_id as string,
       runAtMs: roundMs(row.run_at_ms),
     }));
@@ -181,6 +183,7 @@ async function releaseIn(
   const candidates = (await client.query(BUFFERED_IN_SHARDS, [shards])).rows.map((row) => ({
     scheduleId: row.schedule_id as string,
     scheduledForMs: row.scheduled_for_ms as number,
+    tenantId: row.tenant_id as string,
     taskId: row.task_id as string,
     runAtMs: roundMs(row.run_at_ms),
   }));
@@ -203,6 +206,7 @@ async function releaseIn(
       waiting.map((c) => c.taskId),
       waiting.map((c) => dateOfMs(c.runAtMs)),
       nowMs,
+      [...new Set(waiting.map((c) => c.tenantId))],
     ])
   ).rows.map(toDueEntry);
   await client.query(MARK_RELEASED, [
@@ -224,7 +228,11 @@ async function previousRuns(
   return new Map(
     rows.map((row) => [
       row.schedule_id as string,
-      { taskId: row.task_id as string, runAtMs: roundMs(row.run_at_ms) },
+      {
+        tenantId: row.tenant_id as string,
+        taskId: row.task_id as string,
+        runAtMs: roundMs(row.run_at_ms),
+      },
     ]),
   );
 }
@@ -237,6 +245,7 @@ async function taskStates(
   const result = await db.query(TASK_STATES, [
     refs.map((r) => r.taskId),
     refs.map((r) => dateOfMs(r.runAtMs)),
+    [...new Set(refs.map((r) => r.tenantId))],
   ]);
   return new Map(
     result.rows.map((row) => [row.id as string, { status: row.status, attempt: row.attempt }]),

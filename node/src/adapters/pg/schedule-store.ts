@@ -69,6 +69,7 @@ export class PgScheduleStore implements ScheduleStore {
       const states = await client.query(TASK_STATES, [
         withTask.map((row) => row.task_id),
         withTask.map((row) => dateOfMs(roundMs(row.run_at_ms))),
+        [tenantId],
       ]);
       const stateOf = new Map(states.rows.map((row) => [row.id as string, row]));
       return rows.map((row) => ({
@@ -162,6 +163,7 @@ async function cancelFuture(
     withTask.map((row) => dateOfMs(roundMs(row.run_at_ms))),
     nowMs,
     CANCELLABLE_STATUSES,
+    tenantId,
   ]);
   const cancelledIds = new Set(cancelled.rows.map((row: { id: string }) => row.id));
   const forget = future.filter((row) => row.task_id === null || cancelledIds.has(row.task_id));

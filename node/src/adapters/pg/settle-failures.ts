@@ -69,6 +69,7 @@ export async function settleFailures(
       settles.map(errorOf),
       nowMs,
       settles.map((f) => (f.givenBack === true ? f.row.attempt - 1 : f.row.attempt)),
+      settles.map((f) => f.row.tenant_id),
     ]);
   }
   if (cancels.size > 0) {
@@ -78,6 +79,7 @@ export async function settleFailures(
       cancelled.map((f) => f.row.run_at_ms),
       cancelled.map(errorOf),
       nowMs,
+      cancelled.map((f) => f.row.tenant_id),
     ]);
   }
   const ended = failures.filter((f) => f.decision.kind !== "retry" || cancels.has(f));

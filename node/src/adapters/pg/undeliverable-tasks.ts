@@ -48,6 +48,7 @@ export class PgUndeliverableTasks implements UndeliverableTasks {
           isoOfMs(nowMs),
           isoOfMs(Math.min(...runAts)),
           isoOfMs(Math.max(...runAts)),
+          tasks.map((t) => t.tenantId),
         ]);
         const buried: TerminalRow[] = result.rows;
         const released = await releaseLocked(db, buried, nowMs);

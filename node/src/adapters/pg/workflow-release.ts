@@ -83,14 +83,17 @@ export async function parentResults(
   client: TxClient,
   taskId: string,
 ): Promise<Record<string, unknown>> {
-  const parents = await client.query<{ parent_key: string; task_id: string; task_run_at: Date }>(
-    COMPLETED_PARENTS,
-    [taskId],
-  );
+  const parents = await client.query<{
+    parent_key: string;
+    tenant_id: string;
+    task_id: string;
+    task_run_at: Date;
+  }>(COMPLETED_PARENTS, [taskId]);
   if (parents.rows.length === 0) return {};
   const results = await client.query<{ id: string; result: unknown }>(TASK_RESULTS, [
     parents.rows.map((p) => p.task_id),
     parents.rows.map((p) => p.task_run_at),
+    [...new Set(parents.rows.map((p) => p.tenant_id))],
   ]);
   const resultOf = new Map(results.rows.map((row) => [row.id, row.result]));
   const byKey: Record<string, unknown> = {};

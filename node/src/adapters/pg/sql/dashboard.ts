@@ -12,7 +12,7 @@ import { unfinishedByRunAt } from "./unfinished.js";
  * count-by-state: $1 tenant_id, $2 max_rows. Locks: nothing.
  * → (status, priority, count) over the tenant's newest $2 tasks by id, and on
  *   every row the number counted and the oldest id counted. Cost: a backward
- *   scan of tasks_tenant_id_idx in each partition, merged, stopped at $2 rows.
+ *   scan of the primary key (tenant_id, id, run_at) in each partition, merged, stopped at $2 rows.
  */
 export const COUNT_BY_STATE = `
 WITH newest AS (

@@ -26,7 +26,9 @@ import { unfinishedByRunAt } from "./unfinished.js";
  * publishing it). Each gets a new token from fencing_token_seq.
  *
  * Plan: run_at bounds let the planner prune partitions at plan time; each
- * claim is then one probe of the primary key (id, run_at). The status test
+ * claim is then one probe of tasks_unfinished_shard_run_at_idx (hot_shard,
+ * run_at, id): a claim names its shard, not its tenant, which leads the
+ * primary key (migrations/000024), and what can be armed is unfinished. The status test
  * is a CASE so that the planner cannot estimate it: with the statistics of a
  * filling partition lagging behind "now", the planner took the run_at range
  * as empty and OR-ed it with every ARMED row of the day (then through
@@ -62,7 +64,7 @@ armed AS (
          dispatch_shard = c.shard,
          dispatch_epoch = c.epoch
     FROM claim c
-   WHERE t.id = c.id AND t.run_at = c.run_at
+   WHERE t.unfinished AND t.hot_shard = c.shard AND t.run_at = c.run_at AND t.id = c.id
      AND t.run_at >= $9::timestamptz
      AND t.run_at <= $10::timestamptz
      AND CASE t.status
@@ -137,9 +139,9 @@ SELECT t.hot_shard AS shard, t.id, t.tenant_id,
  */
 export const REARM_STALE = `
 WITH stale AS (
-  SELECT s.id, s.run_at
+  SELECT s.tenant_id, s.id, s.run_at
     FROM ${unfinishedByRunAt({
-      columns: "id, run_at",
+      columns: "tenant_id, id, run_at",
       where: `run_at < $1::timestamptz AND status = 'ARMED'
        AND armed_at < $1::timestamptz
        AND armed_at < ${sqlTimestamptz("$2")}
@@ -155,7 +157,7 @@ UPDATE tasks t
        fencing_token = nextval('fencing_token_seq'),
        updated_at = ${sqlTimestamptz("$2")}
   FROM stale s
- WHERE t.id = s.id AND t.run_at = s.run_at AND t.status = 'ARMED'
+ WHERE t.tenant_id = s.tenant_id AND t.id = s.id AND t.run_at = s.run_at AND t.status = 'ARMED'
    AND t.run_at < $1::timestamptz
 RETURNING t.id`;
 
@@ -164,15 +166,15 @@ RETURNING t.id`;
  * become DEAD, each with a dead letter (reason `undeliverable`).
  * $1 ids uuid[], $2 run_at_ms float8[], $3 tokens bigint[] (the arm's), $4 dead letter ids
  * uuid[], $5 failure jsonb ({message, code, retryable}), $6 now_ms, $7 now as RFC 3339 text,
- * $8 min run_at, $9 max run_at (timestamptz). Locks: the task rows it updates (the caller
+ * $8 min run_at, $9 max run_at (timestamptz), $10 tenant ids uuid[]. Locks: the task rows it updates (the caller
  * holds their workflows' rows already: lock order of migrations/000007).
  * → one row (id, run_at_ms, workflow_id) per task buried: only those still ARMED with that
  *   token (a task re-armed, cancelled or started since is left alone). New fencing tokens.
  */
 export const BURY_UNDELIVERABLE = `
 WITH d AS (
-  SELECT * FROM unnest($1::uuid[], $2::float8[], $3::bigint[], $4::uuid[])
-           AS d (id, run_at_ms, token, letter_id)
+  SELECT * FROM unnest($1::uuid[], $2::float8[], $3::bigint[], $4::uuid[], $10::uuid[])
+           AS d (id, run_at_ms, token, letter_id, tenant_id)
 ),
 buried AS (
   UPDATE tasks t
@@ -184,7 +186,8 @@ buried AS (
          dead_at = ${sqlTimestamptz("$6")},
          updated_at = ${sqlTimestamptz("$6")}
     FROM d
-   WHERE t.id = d.id AND t.run_at = ${sqlTimestamptz("d.run_at_ms")} AND t.fencing_token = d.token
+   WHERE t.tenant_id = d.tenant_id AND t.id = d.id AND t.run_at = ${sqlTimestamptz("d.run_at_ms")}
+     AND t.fencing_token = d.token
      AND t.status = 'ARMED' AND t.run_at >= $8::timestamptz AND t.run_at <= $9::timestamptz
   RETURNING t.id, t.tenant_id, t.type, t.payload, t.attempt, t.max_attempts, d.token, t.run_at,
             t.workflow_id, d.letter_id, t.last_error

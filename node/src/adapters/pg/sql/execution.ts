@@ -5,7 +5,7 @@
  * Each statement that names one task comes in two forms: `…(true)` adds
  * `run_at = $k` so the planner touches one partition (the Node worker knows
  * run_at from the envelope); `…(false)` probes every partition's
- * (tenant_id, id) index (HTTP workers may not send run_at).
+ * primary key (tenant_id, id, run_at) by its prefix (HTTP workers may not send run_at).
  *
  * Fencing: every write tests `fencing_token = $3 AND status = <expected>`.
  * A concurrent writer of the same row waits for our row lock and then
@@ -67,7 +67,7 @@ RETURNING attempt, max_attempts, timeout_ms, ${sqlEpochMs("run_at")} AS run_at_m
  * Why a start changed 0 rows: no row (not found); ARMED with this token
  * (`armed`: not due yet by the database's clock, `due_in_ms` from its now(),
  * 0 if it became due since); anything else is stale. Probes every
- * partition's (tenant_id, id) index, as TASK_STATUS does.
+ * partition's primary key by (tenant_id, id), as TASK_STATUS does.
  */
 export const START_REFUSAL = `
 SELECT status = 'ARMED' AND fencing_token = $3::bigint AS armed,
@@ -158,7 +158,7 @@ const endedAttempt = (outcome: string, endedMs: string, error: string) => `
  * settle-failures: applies decided failures to locked rows, in one statement.
  * $1 ids uuid[], $2 run_at_ms float8[] (current), $3 next_run_at_ms float8[]
  * (NULL: dead), $4 last_error jsonb[] , $5 now_ms, $6 attempt int[] (the
- * row's attempt, or one less for an attempt given back).
+ * row's attempt, or one less for an attempt given back), $7 tenant ids uuid[].
  * Locks: the rows it updates (the caller's transaction holds them already).
  * → the rows changed (id, status). Every settled row gets a new fencing token, so nothing
  * the failed attempt's holder sends afterwards can match. Retried rows may
@@ -168,11 +168,11 @@ const endedAttempt = (outcome: string, endedMs: string, error: string) => `
  */
 export const SETTLE_FAILURES = `
 WITH decided AS (
-  SELECT d.id, ${sqlTimestamptz("d.run_at_ms")} AS run_at,
+  SELECT d.tenant_id, d.id, ${sqlTimestamptz("d.run_at_ms")} AS run_at,
          CASE WHEN d.next_ms IS NULL THEN NULL ELSE ${sqlTimestamptz("d.next_ms")} END AS next_run_at,
          d.last_error, d.attempt
-    FROM unnest($1::uuid[], $2::float8[], $3::float8[], $4::jsonb[], $6::int[])
-         AS d (id, run_at_ms, next_ms, last_error, attempt)
+    FROM unnest($1::uuid[], $2::float8[], $3::float8[], $4::jsonb[], $6::int[], $7::uuid[])
+         AS d (id, run_at_ms, next_ms, last_error, attempt, tenant_id)
 )
 UPDATE tasks t
    SET status = CASE WHEN d.next_run_at IS NULL THEN 'DEAD' ELSE 'SCHEDULED' END,
@@ -190,7 +190,7 @@ UPDATE tasks t
        dead_at = CASE WHEN d.next_run_at IS NULL THEN ${sqlTimestamptz("$5")} ELSE NULL END,
        updated_at = ${sqlTimestamptz("$5")}
   FROM decided d
- WHERE t.id = d.id AND t.run_at = d.run_at AND t.status = 'RUNNING'
+ WHERE t.tenant_id = d.tenant_id AND t.id = d.id AND t.run_at = d.run_at AND t.status = 'RUNNING'
 RETURNING t.id, t.status`;
 
 /**
@@ -368,7 +368,7 @@ export const STEP_MANY = stepMany("tasks");
 
 /**
  * cancel-failed: $1 ids uuid[], $2 run_at_ms float8[] (current), $3 last_error
- * jsonb[], $4 now_ms — RUNNING tasks locked by this transaction whose
+ * jsonb[], $4 now_ms, $5 tenant ids uuid[] — RUNNING tasks locked by this transaction whose
  * workflow already failed (fail_fast) or was cancelled: CANCELLED with a new
  * fencing token instead of being retried (the attempt appended to tasks.attempts).
  * Locks: the rows it updates (the caller's transaction holds them already). → no rows.
@@ -382,8 +382,9 @@ UPDATE tasks t
        failed_at = ${sqlTimestamptz("$4")},
        cancelled_at = ${sqlTimestamptz("$4")},
        updated_at = ${sqlTimestamptz("$4")}
-  FROM unnest($1::uuid[], $2::float8[], $3::jsonb[]) AS d (id, run_at_ms, last_error)
- WHERE t.id = d.id AND t.run_at = ${sqlTimestamptz("d.run_at_ms")} AND t.status = 'RUNNING'`;
+  FROM unnest($1::uuid[], $2::float8[], $3::jsonb[], $5::uuid[]) AS d (id, run_at_ms, last_error, tenant_id)
+ WHERE t.tenant_id = d.tenant_id AND t.id = d.id AND t.run_at = ${sqlTimestamptz("d.run_at_ms")}
+   AND t.status = 'RUNNING'`;
 
 /**
  * lock-workflows: $1 ids uuid[] (sorted).

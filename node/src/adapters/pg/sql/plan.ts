@@ -26,10 +26,11 @@ SELECT id, tenant_id, expression, time_zone, misfire_policy, overlap_policy, jit
  * previous-occurrences: $1 schedule ids, $2 before: scheduled_for bounds
  * (float8 ms, same order). Locks: nothing.
  * → for each, its latest earlier occurrence that has a task and is not
- *   buffered (the "previous run"): schedule_id, task_id, run_at_ms.
+ *   buffered (the "previous run"): schedule_id, tenant_id, task_id, run_at_ms.
  */
 export const PREVIOUS_OCCURRENCES = `
-SELECT DISTINCT ON (c.schedule_id) c.schedule_id, p.task_id, ${sqlEpochMs("p.task_run_at")} AS run_at_ms
+SELECT DISTINCT ON (c.schedule_id) c.schedule_id, p.tenant_id, p.task_id,
+       ${sqlEpochMs("p.task_run_at")} AS run_at_ms
   FROM unnest($1::uuid[], $2::float8[]) AS c (schedule_id, before_ms)
   JOIN schedule_occurrences p
     ON p.schedule_id = c.schedule_id
@@ -39,20 +40,22 @@ SELECT DISTINCT ON (c.schedule_id) c.schedule_id, p.task_id, ${sqlEpochMs("p.tas
 
 /**
  * buffered-occurrences: $1 schedule ids. Locks: nothing.
- * → their buffered occurrences (schedule_id, scheduled_for_ms, task_id, run_at_ms).
+ * → their buffered occurrences (schedule_id, scheduled_for_ms, tenant_id, task_id, run_at_ms).
  */
 export const BUFFERED_OCCURRENCES = `
-SELECT schedule_id, ${sqlEpochMs("scheduled_for")} AS scheduled_for_ms, task_id,
+SELECT schedule_id, ${sqlEpochMs("scheduled_for")} AS scheduled_for_ms, tenant_id, task_id,
        ${sqlEpochMs("task_run_at")} AS run_at_ms
   FROM schedule_occurrences
  WHERE schedule_id = ANY($1::uuid[]) AND outcome = 'buffered'`;
 
 /**
  * task-states: $1 task ids, $2 their run_at (timestamptz[], so the day
- * partitions are pruned at planning). Locks: nothing. → (id, status, attempt).
+ * partitions are pruned at planning), $3 their tenants (uuid[]: the primary
+ * key's first column). Locks: nothing. → (id, status, attempt).
  */
 export const TASK_STATES = `
-SELECT id, status, attempt FROM tasks WHERE id = ANY($1::uuid[]) AND run_at = ANY($2::timestamptz[])`;
+SELECT id, status, attempt FROM tasks
+ WHERE tenant_id = ANY($3::uuid[]) AND id = ANY($1::uuid[]) AND run_at = ANY($2::timestamptz[])`;
 
 /**
  * plan-occurrences: the planner's one write per pass; cf_plan_occurrences
@@ -82,17 +85,18 @@ SELECT f.shard FROM unnest($1::int[], $2::bigint[]) AS f (shard, epoch)
 /**
  * buffered-in-shards: $1 shards int[].
  * Locks: the occurrences, FOR UPDATE OF o SKIP LOCKED (those another planner holds are skipped).
- * → buffered occurrences of their schedules (schedule_id, scheduled_for_ms, task_id, run_at_ms).
+ * → buffered occurrences of their schedules (schedule_id, scheduled_for_ms, tenant_id, task_id,
+ *   run_at_ms).
  */
 export const BUFFERED_IN_SHARDS = `
-SELECT o.schedule_id, ${sqlEpochMs("o.scheduled_for")} AS scheduled_for_ms, o.task_id,
+SELECT o.schedule_id, ${sqlEpochMs("o.scheduled_for")} AS scheduled_for_ms, o.tenant_id, o.task_id,
        ${sqlEpochMs("o.task_run_at")} AS run_at_ms
   FROM schedule_occurrences o JOIN schedules s ON s.id = o.schedule_id
  WHERE o.outcome = 'buffered' AND s.plan_shard = ANY($1::int[])
    FOR UPDATE OF o SKIP LOCKED`;
 
 /**
- * release-tasks: $1 task ids, $2 their run_at (timestamptz[]), $3 now_ms.
+ * release-tasks: $1 task ids, $2 their run_at (timestamptz[]), $3 now_ms, $4 their tenants (uuid[]).
  * Locks: the rows it updates.
  * → the buffered tasks still WAITING, now SCHEDULED and due now (moved to
  *   today's partition): id, tenant_id, run_at_ms.
@@ -101,7 +105,8 @@ export const RELEASE_TASKS = `
 UPDATE tasks
    SET status = 'SCHEDULED', run_at = ${sqlTimestamptz("$3")},
        updated_at = ${sqlTimestamptz("$3")}
- WHERE id = ANY($1::uuid[]) AND run_at = ANY($2::timestamptz[]) AND status = 'WAITING'
+ WHERE tenant_id = ANY($4::uuid[]) AND id = ANY($1::uuid[]) AND run_at = ANY($2::timestamptz[])
+   AND status = 'WAITING'
 RETURNING id, tenant_id, ${sqlEpochMs("run_at")} AS run_at_ms`;
 
 /**

@@ -75,13 +75,14 @@ SELECT ${sqlEpochMs("scheduled_for")} AS scheduled_for_ms, task_id, ${sqlEpochMs
 
 /**
  * cancel-tasks: $1 task ids, $2 their run_at (timestamptz[], so the day
- * partitions are pruned at planning), $3 now_ms, $4 cancellable statuses.
+ * partitions are pruned at planning), $3 now_ms, $4 cancellable statuses, $5 tenant_id.
  * Locks: the rows it updates. → the ids cancelled.
  */
 export const CANCEL_TASKS = `
 UPDATE tasks
    SET status = 'CANCELLED', cancelled_at = ${sqlTimestamptz("$3")}, updated_at = ${sqlTimestamptz("$3")}
- WHERE id = ANY($1::uuid[]) AND run_at = ANY($2::timestamptz[]) AND status = ANY($4::text[])
+ WHERE tenant_id = $5 AND id = ANY($1::uuid[]) AND run_at = ANY($2::timestamptz[])
+   AND status = ANY($4::text[])
 RETURNING id`;
 
 /**

@@ -57,7 +57,7 @@ export const LIST_TASKS = `SELECT ${TASK_COLUMNS} FROM tasks
  * list-task-changes: the change feed (GET /v1/tasks?order=updated_at), one
  * page of a tenant's tasks in (updated_at, id) order after a position,
  * looking only at its $7 most recently created tasks: the inner scan walks
- * tasks_tenant_id_idx backwards and stops there, so a page costs at most $7
+ * the primary key (tenant_id, id, run_at) backwards and stops there, so a page costs at most $7
  * index entries and heap rows whatever the feed's position, with no index
  * on updated_at (which every transition would maintain).
  * $1 tenant_id uuid, $2 status text|null, $3 type text|null,
@@ -97,7 +97,7 @@ changed AS (
          cancelled_at = ${sqlTimestamptz("$3")},
          updated_at = ${sqlTimestamptz("$3")}
     FROM target
-   WHERE t.id = target.target_id AND t.run_at = target.target_run_at
+   WHERE t.tenant_id = $1 AND t.id = target.target_id AND t.run_at = target.target_run_at
      AND t.status = ANY($5::text[])
   RETURNING ${TASK_COLUMNS}
 ),

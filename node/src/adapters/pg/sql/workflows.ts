@@ -26,23 +26,24 @@ SELECT kind, task_id, tenant_id, run_at_ms, detail
 
 /**
  * completed-parents: $1 child task_id uuid. Locks: nothing.
- * → rows (parent_key, task_id, task_run_at) for each COMPLETED parent.
+ * → rows (parent_key, tenant_id, task_id, task_run_at) for each COMPLETED parent.
  *   workflow_nodes.task_run_at is final once a node is terminal.
  */
 export const COMPLETED_PARENTS = `
-SELECT e.parent_key, p.task_id, p.task_run_at
+SELECT e.parent_key, p.tenant_id, p.task_id, p.task_run_at
   FROM workflow_edges e
   JOIN workflow_nodes p ON p.task_id = e.parent_task_id AND p.state = 'COMPLETED'
  WHERE e.child_task_id = $1
    AND p.task_id = ANY (ARRAY(SELECT pe.parent_task_id FROM workflow_edges pe WHERE pe.child_task_id = $1))`;
 
 /**
- * task-results: $1 ids uuid[], $2 run_ats timestamptz[]. Locks: nothing.
+ * task-results: $1 ids uuid[], $2 run_ats timestamptz[], $3 tenant ids uuid[]. Locks: nothing.
  * → rows (id, result). The run_ats arrive as values, so the planner prunes
  *   to their days' partitions.
  */
 export const TASK_RESULTS = `
-SELECT id, result FROM tasks WHERE id = ANY($1::uuid[]) AND run_at = ANY($2::timestamptz[])`;
+SELECT id, result FROM tasks
+ WHERE tenant_id = ANY($3::uuid[]) AND id = ANY($1::uuid[]) AND run_at = ANY($2::timestamptz[])`;
 
 /**
  * get-workflow: $1 tenant_id uuid, $2 workflow_id uuid. Locks: nothing.
