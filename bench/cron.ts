@@ -12,7 +12,6 @@
  * With --json the last line is one JSON object (one entry per scenario).
  */
 import type { ChildProcess } from "node:child_process";
-import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { systemClock } from "../node/src/adapters/clock/system-clock.js";
@@ -26,6 +25,7 @@ import { Loop } from "../node/src/app/shared/loop.js";
 import { planShardOf } from "../node/src/domain/schedule.js";
 import { uuidv7From } from "../node/src/main/ids.js";
 import { noDispatchMetrics } from "../node/src/ports/dispatch-metrics.js";
+import { benchArgs } from "./args.js";
 import {
   type Arrival,
   deleteBenchKeys,
@@ -41,7 +41,7 @@ import {
   waitUntil,
 } from "./support.js";
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs({
   options: {
     json: { type: "boolean", default: false },
     schedules: { type: "string", default: "10000" },

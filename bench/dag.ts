@@ -44,10 +44,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
-import { parseArgs } from "node:util";
 import pg from "pg";
 import { releaseDependents } from "../node/src/adapters/pg/workflow-release.js";
 import { TOPICS } from "../node/src/domain/envelope.js";
+import { benchArgs } from "./args.js";
 import {
   deleteBenchKeys,
   deleteKafkaRun,
@@ -61,7 +61,7 @@ import {
   waitForApi,
 } from "./support.js";
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs({
   options: {
     json: { type: "boolean", default: false },
     levels: { type: "string", default: "50" },

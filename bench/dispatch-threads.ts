@@ -16,10 +16,10 @@
  * offered, which the report shows (`offered`).
  */
 
-import { parseArgs } from "node:util";
 import { isMainThread, parentPort, Worker } from "node:worker_threads";
 import { Timers } from "../node/src/timing/timers.js";
 import { workerThreadDriver } from "../node/src/timing/worker-thread-driver.js";
+import { benchArgs } from "./args.js";
 
 const SHARDS = 16;
 
@@ -59,7 +59,7 @@ function runShardWorker(): void {
 }
 
 async function main(): Promise<void> {
-  const { values: args } = parseArgs({
+  const { values: args } = benchArgs({
     options: {
       json: { type: "boolean", default: false },
       rate: { type: "string", default: "10000" },

@@ -11,8 +11,8 @@
  * p50_ms, p99_ms, max_ms, published_per_s, lost and early.
  */
 import type { ChildProcess } from "node:child_process";
-import { parseArgs } from "node:util";
 import pg from "pg";
+import { benchArgs } from "./args.js";
 import {
   type Arrival,
   coresBetween,
@@ -34,7 +34,7 @@ import {
   waitUntil,
 } from "./support.js";
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs({
   options: {
     ...openLoopOptions,
     port: { type: "string", default: "18090" },

@@ -68,9 +68,9 @@
  */
 import type { ChildProcess } from "node:child_process";
 import os from "node:os";
-import { parseArgs } from "node:util";
 import pg from "pg";
 import { TOPICS } from "../node/src/domain/envelope.js";
+import { benchArgs } from "./args.js";
 import { runEmbedded } from "./e2e-embedded.js";
 import { findMax } from "./e2e-find-max.js";
 import { counterOf, executionOutcome, readTasks } from "./e2e-outcome.js";
@@ -99,7 +99,7 @@ import {
   waitUntil,
 } from "./support.js";
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs({
   options: {
     ...openLoopOptions,
     "drain-ms": { type: "string", default: "30000" },

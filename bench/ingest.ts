@@ -18,14 +18,14 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import pg from "pg";
+import { benchArgs } from "./args.js";
 import { coresUsed, snapshot } from "./cpu-account.js";
 import { summariseProfiles } from "./ingest-profile.js";
 import { deleteBenchKeys, prepareBenchDatabase, root, waitForApi } from "./support.js";
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs({
   options: {
     json: { type: "boolean", default: false },
     duration: { type: "string", default: "10" },

@@ -18,12 +18,12 @@ import "../node/src/adapters/kafka/kafkajs-idle-timers.js"; // before kafkajs is
 import { type ChildProcess, spawn } from "node:child_process";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import { Consumer as PltConsumer, stringDeserializers } from "@platformatic/kafka";
 import { Kafka, logLevel } from "kafkajs";
 import { type KafkaOptions, KafkaPublisher } from "../node/src/adapters/kafka/kafka-publisher.js";
 import { topicName } from "../node/src/domain/envelope.js";
 import type { Publisher } from "../node/src/ports/publisher.js";
+import { benchArgs } from "./args.js";
 import { PlatformaticPublisher } from "./platformatic-publisher.js";
 import { coresBetween, cpuTicksOf, percentile, round } from "./support.js";
 
@@ -309,7 +309,7 @@ function medianOf(samples: Sample[]): Sample {
 }
 
 async function main() {
-  const { values } = parseArgs({
+  const { values } = benchArgs({
     options: {
       role: { type: "string" },
       client: { type: "string", default: "kafkajs" },

@@ -15,7 +15,6 @@
  * itself (which blocks the thread) makes nothing late.
  */
 import { performance } from "node:perf_hooks";
-import { parseArgs } from "node:util";
 import { mainThreadDriver } from "../node/src/timing/main-thread-driver.js";
 import type { TimerWheel } from "../node/src/timing/timer-wheel.js";
 import { Timers } from "../node/src/timing/timers.js";
@@ -23,6 +22,7 @@ import type { WakeDriverFactory } from "../node/src/timing/wake-driver.js";
 import { preciseNowMs } from "../node/src/timing/wake-driver.js";
 import { TimingWheel } from "../node/src/timing/wasm-wheel.js";
 import { workerThreadDriver } from "../node/src/timing/worker-thread-driver.js";
+import { benchArgs } from "./args.js";
 import { TsTimingWheel } from "./ts-wheel.js";
 
 interface Figures {
@@ -36,7 +36,7 @@ interface Figures {
   early?: number;
 }
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs({
   options: {
     json: { type: "boolean", default: false },
     timers: { type: "string", default: "1000000" },

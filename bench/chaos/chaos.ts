@@ -19,14 +19,14 @@
  *   --set NAME=VALUE environment of every Chronofence process (repeatable), e.g. --set CF_DISPATCH_TIMEOUT_MS=15000
  */
 import path from "node:path";
-import { parseArgs } from "node:util";
+import { benchArgs } from "../args.js";
 import { positive, root } from "../support.js";
 import { undoOnSignals } from "./cleanup.js";
 import { parseFaultKinds } from "./nemesis-plan.js";
 import { renderMarkdown } from "./report.js";
 import { runChaos } from "./run-chaos.js";
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs({
   options: {
     minutes: { type: "string", default: "5" },
     seed: { type: "string" },

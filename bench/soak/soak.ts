@@ -22,7 +22,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { parseArgs } from "node:util";
+import { benchArgs } from "../args.js";
 import { onCleanup, undoAll, undoOnSignals } from "../chaos/cleanup.js";
 import { Random } from "../chaos/random.js";
 import { startTopology } from "../chaos/topology.js";
@@ -31,7 +31,7 @@ import { SoakLoad } from "./load.js";
 import { judgeAll, plots, renderMarkdown } from "./report.js";
 import { SoakSampler } from "./sampler.js";
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs({
   options: {
     minutes: { type: "string", default: "60" },
     rate: { type: "string", default: "500" },
