@@ -7,9 +7,9 @@
 -- new entries in the others; migrations/000020). The two keys named the same
 -- rows: the primary key served the statements that know a task's run_at,
 -- the tenant index the API's reads and the workers' fenced statements. One
--- key serves both now, and a task writes three entries. Dropping the tenant
--- index alone took the B-tree leaf inserts from 5.0 to 3.0 per task and the
--- CPU per task at 5,000/s by about 5 % (bench/RESULTS.md, session 20).
+-- key serves both now, and a task writes three entries: at 5,000 tasks/s
+-- the B-tree leaf inserts fell from 5.0 to 3.0 per task, the WAL by an
+-- eighth and the CPU per task by about 2 % (bench/RESULTS.md, session 28).
 --
 -- Ids stay unique: the server makes them (UUIDv7). Every statement that
 -- names a task now names its tenant too, or, where it knows only the task's
