@@ -5,12 +5,11 @@
  * adapter (hot-tier.test.ts). It sees only the ports; every time is an
  * argument, so nothing here waits.
  */
-import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { shardOf } from "../../src/domain/shard.js";
 import type { CancelNotifier } from "../../src/ports/cancel-notifier.js";
 import type { DispatchHotTier } from "../../src/ports/dispatch-hot-tier.js";
 import type { DueEntry, HotTier } from "../../src/ports/hot-tier.js";
+import { taskIdInShard } from "../support/task-ids.js";
 
 export interface HotTierSubject {
   /** The API's, planner's and worker's view. */
@@ -30,17 +29,9 @@ const TENANT = "0190f0a0-0000-7000-8000-000000000001";
 const NOW_MS = 1_800_000_000_000;
 const TTL_MS = 60_000;
 
-/** A task id of the tenant that falls into `shard`. */
-function idIn(shard: number): string {
-  for (;;) {
-    const id = randomUUID();
-    if (shardOf(TENANT, id) === shard) return id;
-  }
-}
-
 const entry = (shard: number, runAtMs: number): DueEntry => ({
   tenantId: TENANT,
-  taskId: idIn(shard),
+  taskId: taskIdInShard(TENANT, shard),
   runAtMs,
 });
 

@@ -6,12 +6,11 @@
  * role holds no grant on go through `tasks` and arm the same; a stale fence
  * still arms nothing.
  */
-import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PgDispatchStore } from "../../src/adapters/pg/dispatch-store.js";
 import { PgLeaseStore } from "../../src/adapters/pg/lease-store.js";
 import type { PgPool } from "../../src/adapters/pg/pool.js";
-import { shardOf } from "../../src/domain/shard.js";
+import { taskIdInShard } from "../support/task-ids.js";
 import { startTenantFixture, type TenantFixture } from "./support/api.js";
 import { onePreparingConnection, partitionOf, preparedStatements } from "./support/prepared.js";
 import { withPg } from "./support/services.js";
@@ -43,17 +42,13 @@ afterAll(async () => {
   await fixture?.db.drop();
 });
 
-/** A task id of SHARD for the fixture's tenant: a claim comes from its task's shard's due set. */
-function idInShard(): string {
-  for (;;) {
-    const id = randomUUID();
-    if (shardOf(fixture.tenant.id, id) === SHARD) return id;
-  }
-}
-
 /** SCHEDULED tasks due at `runAtMs`; their claims. */
 async function scheduled(runAtMs: number[]) {
-  const claims = runAtMs.map((ms) => ({ taskId: idInShard(), runAtMs: ms }));
+  // A claim comes from its task's shard's due set: the ids are SHARD's.
+  const claims = runAtMs.map((ms) => ({
+    taskId: taskIdInShard(fixture.tenant.id, SHARD),
+    runAtMs: ms,
+  }));
   await withPg(fixture.db.url, (c) =>
     c.query(
       `INSERT INTO tasks (id, tenant_id, type, payload, priority, status, run_at,

@@ -206,7 +206,7 @@ async function releaseIn(
       waiting.map((c) => c.taskId),
       waiting.map((c) => dateOfMs(c.runAtMs)),
       nowMs,
-      [...new Set(waiting.map((c) => c.tenantId))],
+      waiting.map((c) => c.tenantId),
     ])
   ).rows.map(toDueEntry);
   await client.query(MARK_RELEASED, [
@@ -245,7 +245,7 @@ async function taskStates(
   const result = await db.query(TASK_STATES, [
     refs.map((r) => r.taskId),
     refs.map((r) => dateOfMs(r.runAtMs)),
-    [...new Set(refs.map((r) => r.tenantId))],
+    refs.map((r) => r.tenantId),
   ]);
   return new Map(
     result.rows.map((row) => [row.id as string, { status: row.status, attempt: row.attempt }]),

@@ -93,7 +93,7 @@ export async function parentResults(
   const results = await client.query<{ id: string; result: unknown }>(TASK_RESULTS, [
     parents.rows.map((p) => p.task_id),
     parents.rows.map((p) => p.task_run_at),
-    [...new Set(parents.rows.map((p) => p.tenant_id))],
+    parents.rows.map((p) => p.tenant_id),
   ]);
   const resultOf = new Map(results.rows.map((row) => [row.id, row.result]));
   const byKey: Record<string, unknown> = {};
