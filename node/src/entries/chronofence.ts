@@ -2,7 +2,7 @@
 
 export { PermanentError } from "../domain/execution-error.js";
 export type { Handler, HandlerContext } from "../ports/handler.js";
-export { mainThreadDriver } from "../timing/main-thread-driver.js";
+export { loopTimerDriver, mainThreadDriver } from "../timing/main-thread-driver.js";
 export { Timer, Timers, type TimersOptions } from "../timing/timers.js";
 export type { WakeDriver, WakeDriverFactory } from "../timing/wake-driver.js";
 export { TimingWheel } from "../timing/wasm-wheel.js";

@@ -47,3 +47,45 @@ export function mainThreadDriver(onWake: () => void): WakeDriver {
     },
   };
 }
+
+/**
+ * Wakes from one libuv timer of the main thread's event loop, at a whole
+ * millisecond of its clock: at most about a millisecond late (Timers never
+ * runs a timer early, whatever the driver), with no thread and no polling
+ * turns. What the dispatcher's wheel uses: on a loop that is busy anyway, a
+ * sleeper thread's wake each due millisecond cost more CPU than it bought
+ * (bench/RESULTS.md, end to end, session 29).
+ */
+export function loopTimerDriver(onWake: () => void): WakeDriver {
+  let timer: NodeJS.Timeout | undefined;
+  let targetMs: number | null = null;
+  let closed = false;
+
+  const wait = (remainingMs: number) => {
+    // Node runs a timeout of 0 after 1 ms, as it does 1: never inside wakeAt().
+    timer = setTimeout(check, Math.min(MAX_TIMEOUT_MS, Math.ceil(remainingMs)));
+  };
+  const check = () => {
+    timer = undefined;
+    if (closed || targetMs === null) return;
+    const remainingMs = targetMs - preciseNowMs();
+    if (remainingMs > 0) return wait(remainingMs);
+    targetMs = null;
+    onWake();
+  };
+
+  return {
+    wakeAt(atMs) {
+      if (closed) return;
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      targetMs = atMs;
+      if (atMs !== null) wait(atMs - preciseNowMs());
+    },
+    close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}

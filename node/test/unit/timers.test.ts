@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { describe, expect, it, vi } from "vitest";
-import { mainThreadDriver } from "../../src/timing/main-thread-driver.js";
+import { loopTimerDriver, mainThreadDriver } from "../../src/timing/main-thread-driver.js";
 import { Timers } from "../../src/timing/timers.js";
 import type { WakeDriverFactory } from "../../src/timing/wake-driver.js";
 import { workerThreadDriver } from "../../src/timing/worker-thread-driver.js";
@@ -196,6 +196,7 @@ describe("Timers with a driven clock", () => {
 describe.each([
   ["worker-thread driver", workerThreadDriver],
   ["main-thread driver", mainThreadDriver],
+  ["loop-timer driver", loopTimerDriver],
 ])("Timers on the real clock with the %s", (_name, driver) => {
   it("fires timers in order and no earlier than asked", async () => {
     const realNowMs = () => performance.timeOrigin + performance.now();
@@ -223,9 +224,12 @@ describe.each([
   });
 });
 
-describe("the main-thread driver", () => {
+describe.each([
+  ["main-thread driver", mainThreadDriver],
+  ["loop-timer driver", loopTimerDriver],
+])("the %s", (_name, driver) => {
   it("never runs a callback inside setTimeout()", async () => {
-    const timers = new Timers({ driver: mainThreadDriver });
+    const timers = new Timers({ driver });
     let returned = false;
     let firedAfterReturn: boolean | undefined;
     await new Promise<void>((resolve) => {
@@ -240,13 +244,61 @@ describe("the main-thread driver", () => {
   });
 });
 
+describe("the loop-timer driver", () => {
+  const realNowMs = () => performance.timeOrigin + performance.now();
+
+  it("wakes once, for the last request only, and not before it", async () => {
+    const wakes: number[] = [];
+    const driver = loopTimerDriver(() => wakes.push(realNowMs()));
+    const startMs = realNowMs();
+    driver.wakeAt(startMs + 5);
+    driver.wakeAt(startMs + 15);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    driver.close();
+    expect(wakes).toHaveLength(1);
+    expect(wakes[0]! - startMs).toBeGreaterThanOrEqual(15);
+  });
+
+  it("does not wake after a request for none, nor after close()", async () => {
+    let wakes = 0;
+    const cancelled = loopTimerDriver(() => wakes++);
+    cancelled.wakeAt(realNowMs() + 5);
+    cancelled.wakeAt(null);
+    const closed = loopTimerDriver(() => wakes++);
+    closed.wakeAt(realNowMs() + 5);
+    closed.close();
+    closed.wakeAt(realNowMs() + 5);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    cancelled.close();
+    expect(wakes).toBe(0);
+  });
+
+  it("waits for an instant past Node's longest timeout without a warning", () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on("warning", onWarning);
+    const driver = loopTimerDriver(() => {
+      throw new Error("must not wake");
+    });
+    driver.wakeAt(realNowMs() + 2 ** 33);
+    driver.close();
+    return new Promise<void>((resolve) =>
+      setImmediate(() => {
+        process.off("warning", onWarning);
+        expect(warnings).toEqual([]);
+        resolve();
+      }),
+    );
+  });
+});
+
 describe("process lifetime", () => {
   it("does not keep the process alive after close()", () => {
     const entry = new URL("../../../dist/node/src/entries/chronofence.js", import.meta.url);
     expect(existsSync(entry), "run `npm run build` first").toBe(true);
     const script = `
-      import { Timers, mainThreadDriver, workerThreadDriver } from ${JSON.stringify(entry.href)};
-      for (const driver of [undefined, workerThreadDriver, mainThreadDriver]) {
+      import { Timers, loopTimerDriver, mainThreadDriver, workerThreadDriver } from ${JSON.stringify(entry.href)};
+      for (const driver of [undefined, workerThreadDriver, mainThreadDriver, loopTimerDriver]) {
         const timers = new Timers(driver ? { driver } : {});
         timers.setTimeout(() => console.log("should not fire"), 60_000);
         timers.close();
@@ -259,11 +311,11 @@ describe("process lifetime", () => {
     expect(result.status).toBe(0);
     expect(result.stdout.toString()).toBe("");
   });
-  it("lets the process exit once the last timer fired, without close(), with either driver", () => {
+  it("lets the process exit once the last timer fired, without close(), with every driver", () => {
     const entry = new URL("../../../dist/node/src/entries/chronofence.js", import.meta.url);
     const script = `
-      import { Timers, mainThreadDriver, workerThreadDriver } from ${JSON.stringify(entry.href)};
-      for (const driver of [workerThreadDriver, mainThreadDriver]) {
+      import { Timers, loopTimerDriver, mainThreadDriver, workerThreadDriver } from ${JSON.stringify(entry.href)};
+      for (const driver of [workerThreadDriver, mainThreadDriver, loopTimerDriver]) {
         new Timers({ driver }).setTimeout(() => console.log("fired"), 20);
       }
     `;
@@ -274,6 +326,6 @@ describe("process lifetime", () => {
     expect(result.stderr.toString()).toBe("");
     expect(result.status).toBe(0);
     expect(result.stderr.toString()).toBe("");
-    expect(result.stdout.toString()).toBe("fired\nfired\n");
+    expect(result.stdout.toString()).toBe("fired\nfired\nfired\n");
   });
 });

@@ -23,9 +23,10 @@
  * only with a measurement that says otherwise (more cores, for one).
  *
  * Why one wheel for all shards rather than one each: on one thread a wheel
- * per shard buys no parallelism, and each wheel had its own sleeper thread
- * waking the event loop once per due millisecond, sixteen wakes where one
- * does (the wakes were about a tenth of the dispatcher's CPU). A shard's
+ * per shard buys no parallelism, and each wheel had its own wake of the
+ * event loop once per due millisecond (then from a sleeper thread each),
+ * sixteen wakes where one does (the wakes were about a tenth of the
+ * dispatcher's CPU). A shard's
  * timers are still its own: stopping it cancels exactly those.
  */
 import type { Clock } from "../../ports/clock.js";
