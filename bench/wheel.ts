@@ -15,7 +15,7 @@
  * itself (which blocks the thread) makes nothing late.
  */
 import { performance } from "node:perf_hooks";
-import { mainThreadDriver } from "../node/src/timing/main-thread-driver.js";
+import { loopTimerDriver, mainThreadDriver } from "../node/src/timing/main-thread-driver.js";
 import type { TimerWheel } from "../node/src/timing/timer-wheel.js";
 import { Timers } from "../node/src/timing/timers.js";
 import type { WakeDriverFactory } from "../node/src/timing/wake-driver.js";
@@ -287,6 +287,7 @@ async function main(): Promise<void> {
 
   const workerLateness = await repeatLateness(() => latenessOfTimers(workerThreadDriver));
   const mainLateness = await repeatLateness(() => latenessOfTimers(mainThreadDriver));
+  const loopLateness = await repeatLateness(() => latenessOfTimers(loopTimerDriver));
   const setTimeoutLateness = await repeatLateness(latenessOfSetTimeout);
 
   Object.assign(wheel, mainLateness); // the default driver
@@ -303,6 +304,7 @@ async function main(): Promise<void> {
     table([
       ["wheel (Wasm; Timers on the default main-thread driver)", wheel],
       ["  Timers on the worker-thread driver", workerLateness],
+      ["  Timers on the loop-timer driver (the dispatcher's)", loopLateness],
       ["setTimeout", setTimeoutFigures],
       ["tsWheel (plain TypeScript)", tsWheel],
     ]),
@@ -320,6 +322,7 @@ async function main(): Promise<void> {
         spread_ms: SPREAD_MS,
         wheel: { ...wheel, schedule_batch_per_s: wheelBatchSchedule },
         wheel_worker_thread_driver: workerLateness,
+        wheel_loop_timer_driver: loopLateness,
         setTimeout: setTimeoutFigures,
         tsWheel,
         ratios,
