@@ -249,11 +249,20 @@ describe("the loop-timer driver", () => {
 
   it("wakes once, for the last request only, and not before it", async () => {
     const wakes: number[] = [];
-    const driver = loopTimerDriver(() => wakes.push(realNowMs()));
+    let woke: () => void = () => undefined;
+    const firstWake = new Promise<void>((resolve) => {
+      woke = resolve;
+    });
+    const driver = loopTimerDriver(() => {
+      wakes.push(realNowMs());
+      woke();
+    });
     const startMs = realNowMs();
     driver.wakeAt(startMs + 5);
     driver.wakeAt(startMs + 15);
-    await new Promise((resolve) => setTimeout(resolve, 60));
+    await firstWake;
+    // Long enough for a second wake, had the first request been kept beside the second.
+    await new Promise((resolve) => setTimeout(resolve, 30));
     driver.close();
     expect(wakes).toHaveLength(1);
     expect(wakes[0]! - startMs).toBeGreaterThanOrEqual(15);
