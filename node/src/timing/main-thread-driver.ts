@@ -9,43 +9,7 @@ const MAX_TIMEOUT_MS = 2 ** 31 - 1;
  * have whole-millisecond resolution and may run early against this clock).
  */
 export function mainThreadDriver(onWake: () => void): WakeDriver {
-  let timer: NodeJS.Timeout | undefined;
-  let immediate: NodeJS.Immediate | undefined;
-  let targetMs: number | null = null;
-  let closed = false;
-
-  const clear = () => {
-    if (timer) clearTimeout(timer);
-    if (immediate) clearImmediate(immediate);
-    timer = immediate = undefined;
-  };
-  const check = () => {
-    timer = immediate = undefined;
-    if (closed || targetMs === null) return;
-    const remainingMs = targetMs - preciseNowMs();
-    if (remainingMs <= 0) {
-      targetMs = null;
-      onWake();
-    } else if (remainingMs > 1.5) {
-      timer = setTimeout(check, Math.min(MAX_TIMEOUT_MS, Math.floor(remainingMs - 1)));
-    } else {
-      immediate = setImmediate(check);
-    }
-  };
-
-  return {
-    wakeAt(atMs) {
-      if (closed) return;
-      clear();
-      targetMs = atMs;
-      // Never wake synchronously: callbacks must not run inside setTimeout() or cancel().
-      if (atMs !== null) immediate = setImmediate(check);
-    },
-    close() {
-      closed = true;
-      clear();
-    },
-  };
+  return eventLoopDriver(onWake, 1.5);
 }
 
 /**
@@ -57,16 +21,38 @@ export function mainThreadDriver(onWake: () => void): WakeDriver {
  * (bench/RESULTS.md, end to end, session 29).
  */
 export function loopTimerDriver(onWake: () => void): WakeDriver {
+  return eventLoopDriver(onWake, 0);
+}
+
+/**
+ * Both: with `pollWithinMs` 0, one libuv timer set past the instant, rounded
+ * up to its millisecond; otherwise a timer to about a millisecond short of
+ * the instant, then setImmediate turns within `pollWithinMs` of it.
+ */
+function eventLoopDriver(onWake: () => void, pollWithinMs: number): WakeDriver {
   let timer: NodeJS.Timeout | undefined;
+  let immediate: NodeJS.Immediate | undefined;
   let targetMs: number | null = null;
   let closed = false;
 
+  const clear = () => {
+    if (timer) clearTimeout(timer);
+    if (immediate) clearImmediate(immediate);
+    timer = immediate = undefined;
+  };
+  // Never wakes synchronously: callbacks must not run inside setTimeout() or cancel().
   const wait = (remainingMs: number) => {
-    // Node runs a timeout of 0 after 1 ms, as it does 1: never inside wakeAt().
-    timer = setTimeout(check, Math.min(MAX_TIMEOUT_MS, Math.ceil(remainingMs)));
+    if (pollWithinMs === 0) {
+      // Node runs a timeout of 0 (or less) after 1 ms, as it does 1.
+      timer = setTimeout(check, Math.min(MAX_TIMEOUT_MS, Math.ceil(remainingMs)));
+    } else if (remainingMs > pollWithinMs) {
+      timer = setTimeout(check, Math.min(MAX_TIMEOUT_MS, Math.floor(remainingMs - 1)));
+    } else {
+      immediate = setImmediate(check);
+    }
   };
   const check = () => {
-    timer = undefined;
+    timer = immediate = undefined;
     if (closed || targetMs === null) return;
     const remainingMs = targetMs - preciseNowMs();
     if (remainingMs > 0) return wait(remainingMs);
@@ -77,15 +63,13 @@ export function loopTimerDriver(onWake: () => void): WakeDriver {
   return {
     wakeAt(atMs) {
       if (closed) return;
-      if (timer) clearTimeout(timer);
-      timer = undefined;
+      clear();
       targetMs = atMs;
       if (atMs !== null) wait(atMs - preciseNowMs());
     },
     close() {
       closed = true;
-      if (timer) clearTimeout(timer);
-      timer = undefined;
+      clear();
     },
   };
 }
