@@ -16,6 +16,7 @@
  * workers before the dispatchers that write it.
  */
 import { ENVELOPE_VERSION, type EnvelopeSource } from "./envelope.js";
+import { isUuid } from "./uuid.js";
 
 /** Why a message is not an envelope this worker reads: a metric label, a closed set. */
 export type MalformedReason =
@@ -51,9 +52,7 @@ export interface InboundEnvelope {
 
 export type ParsedEnvelope = { ok: true; envelope: InboundEnvelope } | EnvelopeRefusal;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TOKEN = /^[1-9][0-9]{0,18}$/;
-const isUuid = (value: unknown): value is string => typeof value === "string" && UUID.test(value);
 
 /** The task a refused envelope names, where its ids are readable. */
 const namesOf = (raw: Record<string, unknown>): { taskId?: string; tenantId?: string } => ({

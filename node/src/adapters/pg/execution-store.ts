@@ -12,6 +12,7 @@
  * release-terminal.ts.
  */
 import { decideFailure, decideInterrupted, type RandomSource } from "../../domain/retry.js";
+import { isUuid } from "../../domain/uuid.js";
 import type {
   CompleteOutcome,
   ExecutionFailure,
@@ -32,7 +33,6 @@ import {
   hasRunAt,
   type Missing,
   type Queryable,
-  UUID,
   withRunAt,
   withRunAtParam,
 } from "./fenced-calls.js";
@@ -211,7 +211,7 @@ export class PgExecutionStore implements ExecutionStore {
   }
 
   parentResults(tenantId: string, taskId: string): Promise<Record<string, unknown>> {
-    if (!UUID.test(taskId) || !UUID.test(tenantId)) return Promise.resolve({});
+    if (!isUuid(taskId) || !isUuid(tenantId)) return Promise.resolve({});
     return this.calls
       .scoped(tenantId, (db: Queryable) => parentResults(db, taskId))
       .catch((error: unknown) => {
@@ -262,7 +262,7 @@ export class PgExecutionStore implements ExecutionStore {
     apiKeyId: string | null,
     nowMs: number,
   ): Promise<ReplayOutcome> {
-    if (!UUID.test(taskId)) return { kind: "not_found" };
+    if (!isUuid(taskId)) return { kind: "not_found" };
     try {
       return await this.calls.inTenant(tenantId, async (db) => {
         const current = (await db.query(LOCK_TASK, [tenantId, taskId])).rows[0];

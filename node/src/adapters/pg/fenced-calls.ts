@@ -6,6 +6,7 @@
  * move.
  */
 import type pg from "pg";
+import { isUuid } from "../../domain/uuid.js";
 import type { ExecutionRef } from "../../ports/execution-store.js";
 import { isDateMs, isoOfMs } from "./epoch-ms.js";
 import { fromPgError } from "./errors.js";
@@ -15,7 +16,6 @@ import { TASK_STATUS } from "./sql/execution.js";
 /** A pool (one statement, autocommit) or a client inside a transaction. */
 export type Queryable = Pick<pg.PoolClient, "query">;
 
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TOKEN = /^[1-9][0-9]{0,17}$/; // any bigint the sequence can hand out soon
 
 export type Missing = { kind: "stale" } | { kind: "not_found" };
@@ -39,7 +39,7 @@ export class FencedCalls {
     needsTransaction = false,
   ): Promise<T | Missing> {
     if (!this.wellFormed(ref)) {
-      if (!UUID.test(ref.taskId) || !UUID.test(ref.tenantId)) return { kind: "not_found" };
+      if (!isUuid(ref.taskId) || !isUuid(ref.tenantId)) return { kind: "not_found" };
       return this.staleOrMissing(ref, operation);
     }
     const run = async (db: Queryable) => (await attempt(db)) ?? (await classify(db, ref));
@@ -61,8 +61,8 @@ export class FencedCalls {
    */
   wellFormed(ref: ExecutionRef): boolean {
     return (
-      UUID.test(ref.taskId) &&
-      UUID.test(ref.tenantId) &&
+      isUuid(ref.taskId) &&
+      isUuid(ref.tenantId) &&
       TOKEN.test(ref.fencingToken) &&
       (ref.runAtMs === undefined || isDateMs(ref.runAtMs))
     );

@@ -11,14 +11,8 @@ import { z } from "zod";
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
 import { TASK_TYPE_PATTERN } from "../../domain/submission.js";
 import { PRIORITIES, TASK_STATUSES } from "../../domain/task.js";
-import {
-  blankIsAbsent,
-  enumQuery,
-  instantQuery,
-  intQuery,
-  UUID,
-  uuidQuery,
-} from "./query-params.js";
+import { isUuid } from "../../domain/uuid.js";
+import { blankIsAbsent, enumQuery, instantQuery, intQuery, uuidQuery } from "./query-params.js";
 
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 500;
@@ -43,7 +37,7 @@ export const TaskSearchQuery = z.object({
 const deadLetterCursor = z.string().transform((text, ctx) => {
   const [ms, id] = text.split("~");
   const deadAtMs = Number(ms);
-  if (Number.isFinite(deadAtMs) && id !== undefined && UUID.test(id)) return { deadAtMs, id };
+  if (Number.isFinite(deadAtMs) && id !== undefined && isUuid(id)) return { deadAtMs, id };
   ctx.addIssue({ code: "custom", message: "not a cursor of this list" });
   return z.NEVER;
 });

@@ -13,9 +13,8 @@
  */
 import { z } from "zod";
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
+import { UUID } from "../../domain/uuid.js";
 
-/** A UUID in either case (spelled out, not /i: a JSON Schema pattern carries no flags). */
-export const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 /** RFC 3339 with an offset, as run_at is given at submission (seconds optional, `T` or a space). */
 const INSTANT = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:\d{2})$/;
 

@@ -16,12 +16,13 @@
  */
 import type { Task } from "../../domain/task.js";
 import type { Principal } from "../../domain/tenant.js";
+import { isUuid } from "../../domain/uuid.js";
 import type {
   AttemptRecord,
   DashboardStore,
   TaskHistoryRecord,
 } from "../../ports/dashboard-store.js";
-import { notFound, UUID } from "./query-params.js";
+import { notFound } from "./query-params.js";
 
 export type StageName = "created" | "armed" | "published" | "started" | "finished";
 
@@ -49,7 +50,7 @@ export class TaskHistoryService {
   constructor(private readonly store: DashboardStore) {}
 
   async get(principal: Principal, taskId: string): Promise<TaskHistory> {
-    const record = UUID.test(taskId) ? await this.store.history(principal.tenantId, taskId) : null;
+    const record = isUuid(taskId) ? await this.store.history(principal.tenantId, taskId) : null;
     if (!record) throw notFound("task", taskId);
     return historyOf(record);
   }

@@ -3,11 +3,11 @@ import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
 import { TASK_TYPE_PATTERN } from "../../domain/submission.js";
 import { TASK_STATUSES, type Task, type TaskStatus } from "../../domain/task.js";
 import type { Principal } from "../../domain/tenant.js";
+import { isUuid } from "../../domain/uuid.js";
 import type { CancelNotifier } from "../../ports/cancel-notifier.js";
 import type { Clock } from "../../ports/clock.js";
 import type { ChangePosition, TaskFilter, TaskStore } from "../../ports/task-store.js";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const DEFAULT_PAGE_LIMIT = 100;
 export const MAX_PAGE_LIMIT = 1000;
 
@@ -44,7 +44,7 @@ export class TaskQueries {
 
   async get(principal: Principal, taskId: string): Promise<Task> {
     // A malformed id cannot exist: 404, like another tenant's id.
-    const task = UUID.test(taskId) ? await this.store.get(principal.tenantId, taskId) : null;
+    const task = isUuid(taskId) ? await this.store.get(principal.tenantId, taskId) : null;
     if (!task) throw notFound(taskId);
     return task;
   }
@@ -60,7 +60,7 @@ export class TaskQueries {
   }
 
   async cancel(principal: Principal, taskId: string): Promise<Task> {
-    if (!UUID.test(taskId)) throw notFound(taskId);
+    if (!isUuid(taskId)) throw notFound(taskId);
     const nowMs = this.clock.nowMs();
     const outcome = await this.store.cancel(principal.tenantId, taskId, principal.apiKeyId, nowMs);
     if (outcome.kind === "not_found") throw notFound(taskId);
@@ -98,7 +98,7 @@ export function parseListQuery(query: ListQuery): TaskFilter {
   } else if (query.updated_after !== undefined) {
     throw badQuery("updated_after", query.updated_after, "only with order=updated_at");
   } else if (query.cursor !== undefined) {
-    if (!UUID.test(query.cursor)) throw badQuery("cursor", query.cursor);
+    if (!isUuid(query.cursor)) throw badQuery("cursor", query.cursor);
     filter.afterId = query.cursor;
   }
   if (query.limit !== undefined) {
@@ -126,7 +126,7 @@ const NIL_UUID = "00000000-0000-0000-0000-000000000000";
 function changeStartOf(query: ListQuery): ChangePosition {
   if (query.cursor !== undefined) {
     const match = CHANGE_CURSOR.exec(query.cursor);
-    if (!match || !UUID.test(match[2]!)) throw badQuery("cursor", query.cursor);
+    if (!match || !isUuid(match[2]!)) throw badQuery("cursor", query.cursor);
     return { updatedAtMs: Number(match[1]), id: match[2]! };
   }
   if (query.updated_after === undefined) return { updatedAtMs: 0, id: NIL_UUID };

@@ -15,6 +15,7 @@ import {
   validateSchedulePatchAlone,
 } from "../../domain/schedule.js";
 import type { Principal } from "../../domain/tenant.js";
+import { isUuid } from "../../domain/uuid.js";
 import type { CancelNotifier } from "../../ports/cancel-notifier.js";
 import type { Clock } from "../../ports/clock.js";
 import type {
@@ -24,7 +25,6 @@ import type {
   ScheduleStore,
 } from "../../ports/schedule-store.js";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const DEFAULT_HISTORY = 20;
 export const MAX_HISTORY = 500;
 const DEFAULT_PAGE = 100;
@@ -68,7 +68,7 @@ export class ScheduleService {
 
   async get(principal: Principal, id: string, historyParam: string | null): Promise<ScheduleView> {
     const limit = historyLimitOf(historyParam);
-    const schedule = UUID.test(id) ? await this.store.get(principal.tenantId, id) : null;
+    const schedule = isUuid(id) ? await this.store.get(principal.tenantId, id) : null;
     if (!schedule) throw notFound(id);
     const history = limit === 0 ? [] : await this.store.history(principal.tenantId, id, limit);
     return { schedule, history };
@@ -79,7 +79,7 @@ export class ScheduleService {
     cursor: string | null,
     limitParam: string | null,
   ): Promise<{ schedules: Schedule[]; nextCursor: string | null }> {
-    if (cursor !== null && !UUID.test(cursor)) throw badQuery("cursor", cursor);
+    if (cursor !== null && !isUuid(cursor)) throw badQuery("cursor", cursor);
     const limit = limitParam === null ? DEFAULT_PAGE : Number(limitParam);
     if (limitParam !== null && (!/^\d{1,4}$/.test(limitParam) || limit < 1 || limit > MAX_PAGE)) {
       throw badQuery("limit", limitParam);
@@ -90,7 +90,7 @@ export class ScheduleService {
   }
 
   async update(principal: Principal, id: string, body: unknown, requestId: string) {
-    if (!UUID.test(id)) throw notFound(id);
+    if (!isUuid(id)) throw notFound(id);
     validateSchedulePatchAlone(body, principal.limits); // before the row lock
     const nowMs = this.clock.nowMs();
     const updated = await this.store.update(actorOf(principal, requestId), id, nowMs, (current) =>
@@ -102,7 +102,7 @@ export class ScheduleService {
   }
 
   async delete(principal: Principal, id: string, requestId: string) {
-    if (!UUID.test(id)) throw notFound(id);
+    if (!isUuid(id)) throw notFound(id);
     const deleted = await this.store.delete(actorOf(principal, requestId), id, this.clock.nowMs());
     if (!deleted) throw notFound(id);
     this.notify(principal.tenantId, deleted.cancelledTaskIds);

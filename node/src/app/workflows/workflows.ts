@@ -6,6 +6,7 @@
  */
 import { ChronofenceError, ErrorCode } from "../../domain/errors.js";
 import type { Principal } from "../../domain/tenant.js";
+import { isUuid } from "../../domain/uuid.js";
 import { validateWorkflow, type WorkflowDraft } from "../../domain/workflow.js";
 import type { Clock } from "../../ports/clock.js";
 import type { HotTier } from "../../ports/hot-tier.js";
@@ -16,8 +17,6 @@ export interface WorkflowOptions {
   horizonMs: number;
   hotWindowMs: number;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export class WorkflowService {
   constructor(
@@ -53,16 +52,14 @@ export class WorkflowService {
   }
 
   async get(principal: Principal, workflowId: string): Promise<WorkflowView> {
-    const view = UUID.test(workflowId)
-      ? await this.store.get(principal.tenantId, workflowId)
-      : null;
+    const view = isUuid(workflowId) ? await this.store.get(principal.tenantId, workflowId) : null;
     if (!view) throw notFound(workflowId);
     return view;
   }
 
   /** Cancels the pending nodes (not running ones) and marks the workflow CANCELLED. */
   async cancel(principal: Principal, workflowId: string): Promise<WorkflowView> {
-    if (!UUID.test(workflowId)) throw notFound(workflowId);
+    if (!isUuid(workflowId)) throw notFound(workflowId);
     const nowMs = this.clock.nowMs();
     const outcome = await this.store.cancel(
       principal.tenantId,
