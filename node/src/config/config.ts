@@ -129,6 +129,13 @@ const schema = z.object({
    * with direct queues (CF_DIRECT_QUEUES) never lingers: its hand-off is the fast path.
    */
   outboxLingerMs: intFromEnv(0, 1000).default(2),
+  /**
+   * CF_OUTBOX_BUSY_LINGER_MS: the linger while the load is high (the last produce request carried
+   * 16 envelopes or more); a light load keeps CF_OUTBOX_LINGER_MS. 5 ms took 0.02–0.03 cores
+   * off the broker at 4,000 and 5,000 tasks/s in Kafka mode, about 3 % of the CPU per task by
+   * the medians, and halved the worker-start p99 at 4,000/s (bench/RESULTS.md, session 31).
+   */
+  outboxBusyLingerMs: intFromEnv(0, 1000).default(5),
   /** CF_OUTBOX_MAX_IN_FLIGHT: produce requests in flight at once per dispatcher process. */
   outboxMaxInFlight: intFromEnv(1, 256).default(8),
   /** CF_OUTBOX_MAX_BATCH: most envelopes per produce request. */
@@ -345,6 +352,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   preloadIntervalMs: "CF_PRELOAD_INTERVAL_MS",
   preloadPageSize: "CF_PRELOAD_PAGE",
   outboxLingerMs: "CF_OUTBOX_LINGER_MS",
+  outboxBusyLingerMs: "CF_OUTBOX_BUSY_LINGER_MS",
   outboxMaxInFlight: "CF_OUTBOX_MAX_IN_FLIGHT",
   outboxMaxBatchTasks: "CF_OUTBOX_MAX_BATCH",
   outboxMaxBatchBytes: "CF_OUTBOX_MAX_BATCH_BYTES",

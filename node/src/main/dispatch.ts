@@ -95,7 +95,9 @@ export async function startDispatchRoles(
     maxBatchBytes: config.outboxMaxBatchBytes,
     maxMessageBytes: config.kafkaMaxMessageBytes,
     retryDelayMs: config.outboxRetryMs,
-    lingerMs: config.directQueues === "" ? config.outboxLingerMs : 0, // direct: never wait
+    // direct: never wait
+    lingerMs: config.directQueues === "" ? config.outboxLingerMs : 0,
+    busyLingerMs: config.directQueues === "" ? config.outboxBusyLingerMs : 0,
     onError,
   });
 

@@ -8,6 +8,10 @@
  * unless `lingerMs` asks for one: then a request leaves that long after its
  * first task, with every task fired meanwhile, so a light load sends fewer,
  * fuller requests (and acknowledges fewer claims) for that much latency.
+ * Under load (the last request carried `BUSY_REQUEST_TASKS` or more) it
+ * waits `busyLingerMs` instead: requests, fetches and worker turns are what
+ * Kafka mode pays for, and a busy dispatcher halves them for a few ms more,
+ * while a light load keeps its short wait.
  * After the broker acknowledges, their claims are removed from Redis with the
  * next claim round (ClaimAcks). A failed request is retried
  * after a short pause, each task only while its shard's lease still holds —
@@ -61,14 +65,25 @@ export interface OutboxOptions {
   retryDelayMs: number;
   /** Wait this long after a batch's first task before sending it (0: the next turn of the event loop). */
   lingerMs?: number;
+  /** The wait instead while the load is high (the last request carried BUSY_REQUEST_TASKS or more; default: lingerMs). */
+  busyLingerMs?: number;
   onError: (error: unknown, what: string) => void;
 }
+
+/**
+ * A request this full means the load is high: at 5,000 tasks/s a 2 ms linger
+ * gave about 25 tasks a request, at 1,000/s about 4 (bench/RESULTS.md,
+ * session 31).
+ */
+export const BUSY_REQUEST_TASKS = 16;
 
 export class Outbox {
   private pending: OutgoingTask[] = [];
   private flushScheduled = false;
   private inFlight = 0;
   private requestsInFlight = 0;
+  /** Tasks the last request took: the load, as the linger sees it. */
+  private lastRequestTasks = 0;
   /** Claims of what left, to be forgotten with the next claim round. */
   readonly acks: ClaimAcks;
 
@@ -111,16 +126,22 @@ export class Outbox {
         this.scheduleFlush();
       });
     };
-    const lingerMs = this.options.lingerMs ?? 0;
+    const lingerMs = this.lingerMs();
     if (lingerMs > 0 && this.pending.length < this.options.maxBatchTasks)
       setTimeout(flush, lingerMs);
     else if (fresh) queueMicrotask(flush);
     else setImmediate(flush);
   }
 
+  private lingerMs(): number {
+    const { lingerMs = 0, busyLingerMs = lingerMs } = this.options;
+    return this.lastRequestTasks >= BUSY_REQUEST_TASKS ? busyLingerMs : lingerMs;
+  }
+
   private async flush(): Promise<void> {
     this.requestsInFlight++;
     const taken = this.takeBatch();
+    this.lastRequestTasks = taken.length;
     this.scheduleFlush(); // the rest, if any, in a parallel request
     const { batch, messages, oversized } = this.envelopes(taken);
     await Promise.all([this.send(batch, messages), this.bury(oversized)]);

@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it, vi } from "vitest";
 import { MemoryTransport } from "../../../src/adapters/memory/memory-transport.js";
-import { Outbox } from "../../../src/app/dispatch/outbox.js";
+import { BUSY_REQUEST_TASKS, Outbox } from "../../../src/app/dispatch/outbox.js";
 import type { ArmedTask } from "../../../src/domain/envelope.js";
 import { ChronofenceError, ErrorCode } from "../../../src/domain/errors.js";
 import { envelopeOf, parseEnvelope } from "../../../src/domain/inbound-envelope.js";
@@ -29,6 +29,7 @@ function harness(
   lingerMs = 0,
   maxBatchTasks = 500,
   transport?: Publisher,
+  busyLingerMs = lingerMs,
 ) {
   const clock = new FakeClock(1_000_000);
   const sent: OutboundMessage[] = [];
@@ -75,6 +76,7 @@ function harness(
     maxMessageBytes: MAX_MESSAGE_BYTES,
     retryDelayMs: 10,
     lingerMs,
+    busyLingerMs,
     onError: (_error: unknown, what: string) => errors.push(what),
   });
   const settled: string[] = [];
@@ -209,6 +211,27 @@ describe("outbox", () => {
       await Promise.all([first, h.add(armedTask(`b${lingerMs}`, 1_000_000))]);
       expect(h.state.requests).toBe(requests);
       expect(idsOf(h.sent)).toEqual([`a${lingerMs}`, `b${lingerMs}`]);
+    }
+  });
+
+  it("lingers longer once a request was busy, and as before once the load is light again", async () => {
+    const later = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    for (const [burst, requests] of [
+      [BUSY_REQUEST_TASKS, 2], // busy: the two stragglers wait for each other
+      [BUSY_REQUEST_TASKS - 1, 3], // light: each leaves at once
+    ] as const) {
+      const h = harness(Number.POSITIVE_INFINITY, 0, 500, undefined, 40);
+      const tasks = Array.from({ length: burst }, (_, i) => armedTask(`t${burst}-${i}`, 1_000_000));
+      await h.add(...tasks);
+      const first = h.add(armedTask(`a${burst}`, 1_000_000));
+      await later(10);
+      await Promise.all([first, h.add(armedTask(`b${burst}`, 1_000_000))]);
+      expect(h.state.requests).toBe(requests);
+      expect(idsOf(h.sent).slice(-2)).toEqual([`a${burst}`, `b${burst}`]);
+      // That request carried two: light again, so the next task leaves at once.
+      void h.add(armedTask(`c${burst}`, 1_000_000));
+      await later(5);
+      expect(h.state.requests).toBe(requests + 1);
     }
   });
 });
