@@ -9,9 +9,9 @@
  * first task, with every task fired meanwhile, so a light load sends fewer,
  * fuller requests (and acknowledges fewer claims) for that much latency.
  * Under load (the last request carried `BUSY_REQUEST_TASKS` or more) it
- * waits `busyLingerMs` instead: requests, fetches and worker turns are what
- * Kafka mode pays for, and a busy dispatcher halves them for a few ms more,
- * while a light load keeps its short wait.
+ * waits `busyLingerMs` instead: Kafka mode pays per request (the broker's
+ * work, the workers' fetches and turns), and a busy dispatcher sends fewer
+ * of them for a few ms more, while a light load keeps its short wait.
  * After the broker acknowledges, their claims are removed from Redis with the
  * next claim round (ClaimAcks). A failed request is retried
  * after a short pause, each task only while its shard's lease still holds —
