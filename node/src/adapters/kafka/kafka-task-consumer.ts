@@ -127,8 +127,12 @@ export class KafkaTaskConsumer implements QueueConsumer {
       sessionTimeout: options.sessionTimeoutMs,
       heartbeatInterval: Math.max(100, Math.floor(options.sessionTimeoutMs / 5)),
       allowAutoTopicCreation: false,
-      // An idle fetch returns within this, so a message arriving meanwhile waits less.
-      maxWaitTimeInMs: 100,
+      // How long the broker holds a fetch that finds nothing. A message arriving meanwhile
+      // ends the wait at once (minBytes 1), so this costs no latency: it sets how often an
+      // idle queue's consumer asks. 500 ms rather than 100 took about 0.03 cores off the
+      // worker and the broker each near idle (bench/RESULTS.md, session 31); kafkajs also
+      // sleeps this long when it has no partition to fetch, and a stop waits for the fetch.
+      maxWaitTimeInMs: 500,
       retry: {
         retries: options.retries ?? 5,
         initialRetryTime: 200,
