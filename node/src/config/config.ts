@@ -132,8 +132,9 @@ const schema = z.object({
   /**
    * CF_OUTBOX_BUSY_LINGER_MS: the linger while the load is high (the last produce request carried
    * 16 envelopes or more); a light load keeps CF_OUTBOX_LINGER_MS. 5 ms took 0.02–0.03 cores
-   * off the broker at 4,000 and 5,000 tasks/s in Kafka mode, about 3 % of the CPU per task by
-   * the medians, and halved the worker-start p99 at 4,000/s (bench/RESULTS.md, session 31).
+   * off the broker at 4,000 and 5,000 tasks/s in Kafka mode, 2.6 % of the CPU per task at
+   * 4,000/s by the medians (nothing measurable at 5,000/s), and halved the worker-start p99 at
+   * 4,000/s (bench/RESULTS.md, session 31).
    */
   outboxBusyLingerMs: intFromEnv(0, 1000).default(5),
   /** CF_OUTBOX_MAX_IN_FLIGHT: produce requests in flight at once per dispatcher process. */
