@@ -47,7 +47,7 @@ export function devDefaultsOf(
     metricsPort: 0,
     workerMetricsPort: 0,
     logLevel: "warn",
-    ...(parts.transport && { dispatchTimeoutMs: 30_000, outboxLingerMs: 0, outboxBusyLingerMs: 0 }),
+    ...(parts.transport && { dispatchTimeoutMs: 30_000, outboxLingerMs: 0 }),
     ...(parts.postgres && { horizonDays: 30, retentionDays: 7 }),
   };
   return Object.fromEntries(

@@ -95,9 +95,8 @@ export async function startDispatchRoles(
     maxBatchBytes: config.outboxMaxBatchBytes,
     maxMessageBytes: config.kafkaMaxMessageBytes,
     retryDelayMs: config.outboxRetryMs,
-    // direct: never wait
-    lingerMs: config.directQueues === "" ? config.outboxLingerMs : 0,
-    busyLingerMs: config.directQueues === "" ? config.outboxBusyLingerMs : 0,
+    lingerMs: config.directQueues === "" ? config.outboxLingerMs : 0, // direct: never wait
+    busyLingerMs: config.outboxBusyLingerMs,
     onError,
   });
 

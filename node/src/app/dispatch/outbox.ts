@@ -65,7 +65,10 @@ export interface OutboxOptions {
   retryDelayMs: number;
   /** Wait this long after a batch's first task before sending it (0: the next turn of the event loop). */
   lingerMs?: number;
-  /** The wait instead while the load is high (the last request carried BUSY_REQUEST_TASKS or more; default: lingerMs). */
+  /**
+   * The wait instead while the load is high (the last request carried BUSY_REQUEST_TASKS or
+   * more; default: lingerMs). A stretch of the linger: with lingerMs 0 nothing waits, busy or not.
+   */
   busyLingerMs?: number;
   onError: (error: unknown, what: string) => void;
 }
@@ -135,7 +138,7 @@ export class Outbox {
 
   private lingerMs(): number {
     const { lingerMs = 0, busyLingerMs = lingerMs } = this.options;
-    return this.lastRequestTasks >= BUSY_REQUEST_TASKS ? busyLingerMs : lingerMs;
+    return lingerMs > 0 && this.lastRequestTasks >= BUSY_REQUEST_TASKS ? busyLingerMs : lingerMs;
   }
 
   private async flush(): Promise<void> {

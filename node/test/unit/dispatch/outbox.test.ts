@@ -218,9 +218,9 @@ describe("outbox", () => {
     const later = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     for (const [burst, requests] of [
       [BUSY_REQUEST_TASKS, 2], // busy: the two stragglers wait for each other
-      [BUSY_REQUEST_TASKS - 1, 3], // light: each leaves at once
+      [BUSY_REQUEST_TASKS - 1, 3], // light: each leaves after the short linger
     ] as const) {
-      const h = harness(Number.POSITIVE_INFINITY, 0, 500, undefined, 40);
+      const h = harness(Number.POSITIVE_INFINITY, 1, 500, undefined, 40);
       const tasks = Array.from({ length: burst }, (_, i) => armedTask(`t${burst}-${i}`, 1_000_000));
       await h.add(...tasks);
       const first = h.add(armedTask(`a${burst}`, 1_000_000));
@@ -228,10 +228,20 @@ describe("outbox", () => {
       await Promise.all([first, h.add(armedTask(`b${burst}`, 1_000_000))]);
       expect(h.state.requests).toBe(requests);
       expect(idsOf(h.sent).slice(-2)).toEqual([`a${burst}`, `b${burst}`]);
-      // That request carried two: light again, so the next task leaves at once.
+      // That request carried two: light again, so the next task leaves after the short linger.
       void h.add(armedTask(`c${burst}`, 1_000_000));
       await later(5);
       expect(h.state.requests).toBe(requests + 1);
     }
+  });
+
+  it("does not wait under load either when it does not linger at all", async () => {
+    const h = harness(Number.POSITIVE_INFINITY, 0, 500, undefined, 10_000);
+    await h.add(
+      ...Array.from({ length: BUSY_REQUEST_TASKS }, (_, i) => armedTask(`t${i}`, 1_000_000)),
+    );
+    void h.add(armedTask("next", 1_000_000));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(h.state.requests).toBe(2);
   });
 });
