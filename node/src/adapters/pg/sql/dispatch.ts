@@ -28,7 +28,15 @@ import { unfinishedByRunAt } from "./unfinished.js";
  * Plan: run_at bounds let the planner prune partitions at plan time; each
  * claim is then one probe of tasks_unfinished_shard_run_at_idx (hot_shard,
  * run_at, id): a claim names its shard, not its tenant, which leads the
- * primary key (migrations/000024), and what can be armed is unfinished. The status test
+ * primary key (migrations/000024), and what can be armed is unfinished.
+ * `claim` is MATERIALIZED so that the probe can only be a claim's: inlined,
+ * the claim's shard equals the fence's, and the planner could read the
+ * index by the fence's shard and the run_at bounds alone, a path it
+ * estimated at one row as cheap as the probe and preferred for needing
+ * fewer outer rows. Run once per claim, that read every unfinished task of
+ * the shard between the batch's first and last run_at: with a backlog a few
+ * seconds long, 1–3 s per claim round and most of Postgres' CPU
+ * (bench/RESULTS.md, session 32; node/test/integration/arm-plan.test.ts). The status test
  * is a CASE so that the planner cannot estimate it: with the statistics of a
  * filling partition lagging behind "now", the planner took the run_at range
  * as empty and OR-ed it with every ARMED row of the day (then through
@@ -49,7 +57,7 @@ WITH fence AS (
      AND l.expires_at > ${sqlTimestamptz("$5")}
      FOR SHARE OF l
 ),
-claim AS (
+claim AS MATERIALIZED (
   SELECT c.id, ${sqlTimestamptz("c.run_at_ms")} AS run_at,
          f.shard, f.epoch
     FROM unnest($6::uuid[], $7::float8[], $8::int[]) AS c (id, run_at_ms, shard)
