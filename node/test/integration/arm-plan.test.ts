@@ -9,6 +9,7 @@
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ARM_TASKS, armTasks } from "../../src/adapters/pg/sql/dispatch.js";
+import { shardLeaseName } from "../../src/domain/fair-share.js";
 import { FakeClock } from "../support/fake-clock.js";
 import { migratedDatabase, type TestDatabase, withPg } from "./support/services.js";
 
@@ -36,8 +37,8 @@ beforeAll(async () => {
     );
     await c.query(
       `INSERT INTO leases (name, owner, epoch, expires_at)
-       SELECT 'shard:' || s, 'node-1', 1, timestamptz '2031-01-01' FROM unnest($1::int[]) AS s`,
-      [FENCED_SHARDS],
+       SELECT name, 'node-1', 1, timestamptz '2031-01-01' FROM unnest($1::text[]) AS name`,
+      [FENCED_SHARDS.map((s) => shardLeaseName(s))],
     );
   });
 });
@@ -56,7 +57,7 @@ async function armParameters(c: pg.Client): Promise<unknown[]> {
   const runAtsMs = rows.map((r) => Number(r.run_at_ms));
   return [
     FENCED_SHARDS,
-    FENCED_SHARDS.map((s) => `shard:${s}`),
+    FENCED_SHARDS.map((s) => shardLeaseName(s)),
     FENCED_SHARDS.map(() => "node-1"),
     FENCED_SHARDS.map(() => 1),
     clock.nowMs(),
