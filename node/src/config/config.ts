@@ -134,8 +134,8 @@ const schema = z.object({
    * 16 envelopes or more); a light load keeps CF_OUTBOX_LINGER_MS, and with that 0 nothing
    * waits, busy or not. 5 ms took 0.02–0.03 cores
    * off the broker at 4,000 and 5,000 tasks/s in Kafka mode, 2.6 % of the CPU per task at
-   * 4,000/s by the medians (nothing measurable at 5,000/s), and halved the worker-start p99 at
-   * 4,000/s (bench/RESULTS.md, session 31).
+   * 4,000/s by the medians (nothing measurable at 5,000/s), and took the worker-start p99 at
+   * 4,000/s from 199 to 97 ms by the medians of three runs (bench/RESULTS.md, session 31).
    */
   outboxBusyLingerMs: intFromEnv(0, 1000).default(5),
   /** CF_OUTBOX_MAX_IN_FLIGHT: produce requests in flight at once per dispatcher process. */

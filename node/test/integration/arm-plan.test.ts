@@ -8,6 +8,7 @@
  */
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { textArray } from "../../src/adapters/pg/array-param.js";
 import { ARM_TASKS, armTasks } from "../../src/adapters/pg/sql/dispatch.js";
 import { shardLeaseName } from "../../src/domain/fair-share.js";
 import { FakeClock } from "../support/fake-clock.js";
@@ -78,7 +79,9 @@ async function genericPlanOf(c: pg.Client, sql: string): Promise<PlanNode> {
   await c.query("SET plan_cache_mode = force_generic_plan");
   await c.query(`PREPARE arm (${ARM_TYPES}) AS ${sql}`);
   try {
-    const literals = values.map((v) => c.escapeLiteral(pgLiteral(v))).join(", ");
+    const literals = values
+      .map((v) => c.escapeLiteral(Array.isArray(v) ? textArray(v.map(String)) : String(v)))
+      .join(", ");
     const explained = await c.query(`EXPLAIN (FORMAT JSON) EXECUTE arm (${literals})`);
     return explained.rows[0]["QUERY PLAN"][0].Plan;
   } finally {
@@ -92,9 +95,6 @@ async function customPlanOf(c: pg.Client, sql: string): Promise<PlanNode> {
   const explained = await c.query(`EXPLAIN (FORMAT JSON) ${sql}`, await armParameters(c));
   return explained.rows[0]["QUERY PLAN"][0].Plan;
 }
-
-const pgLiteral = (v: unknown): string =>
-  Array.isArray(v) ? `{${v.map((x) => `"${x}"`).join(",")}}` : String(v);
 
 // biome-ignore lint/suspicious/noExplicitAny: an EXPLAIN (FORMAT JSON) node
 type PlanNode = any;
