@@ -34,8 +34,9 @@
  *  - run_at_to_dispatched_at: from that consumer (each task's first
  *    envelope), or with --no-probe from Postgres (the started attempt's).
  *  - worker_start: tasks.started_at − tasks.run_at, read from Postgres after
- *    the run. started_at is the worker's clock at its fenced start, stored
- *    per task with microsecond precision, so the percentiles are exact; the
+ *    the run. started_at is the worker's clock when its fenced start's
+ *    statement leaves (after any linger of the worker's coalesced
+ *    statements), stored per task with microsecond precision, so the percentiles are exact; the
  *    worker's lateness histogram would only give bucket bounds.
  *  - completed_per_s: completions per second while tasks fall due at the
  *    full offered rate (support.ts plateauRate; needs --seconds > the spread).

@@ -129,6 +129,8 @@ export async function startWorker(
       // The rest of the calls queue into the next statement rather than for a connection.
       coalesceMaxInFlight: Math.max(1, Math.floor(config.workerPgPoolSize / 2)),
       completionLingerMs: config.workerCompletionLingerMs,
+      busyLingerMs: config.workerBusyLingerMs,
+      nowMs: () => clock.nowMs(),
     });
     const executions = new ExecutionService(
       { store: new RecordingExecutionStore(store, activity), hotTier, onError },

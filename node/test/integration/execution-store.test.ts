@@ -277,6 +277,34 @@ describe("coalesced starts and completions", () => {
 });
 
 describe("coalesced completions of workflow nodes", () => {
+  it("a coalesced start is stamped when its statement leaves, not when it was asked for", async () => {
+    const asked = Date.now() - 60_000;
+    const left = Date.now();
+    const coalesced = new PgExecutionStore(ownerPool, {
+      rowLevelSecurity: false,
+      random: () => 0,
+      newId: randomUUID,
+      coalesceMax: 64,
+      nowMs: () => left,
+    });
+    const task = await armedTask();
+    const started = await coalesced.start(task, "w", 5000, asked);
+    // The lease runs from the stamp: a start that waited (a linger, the statement before
+    // it) gets its whole lease, and started_at says when the start really went out.
+    expect(started).toMatchObject({ execution: { leaseExpiresAtMs: left + 5000 } });
+    const stamped = await withPg(fixture.db.url, async (c) =>
+      Number(
+        (
+          await c.query(
+            "SELECT (extract(epoch FROM started_at) * 1000)::float8 AS ms FROM tasks WHERE id = $1",
+            [task.taskId],
+          )
+        ).rows[0].ms,
+      ),
+    );
+    expect(stamped).toBe(left);
+  });
+
   it("a node's refused completion fails only its caller: the others' are already committed", async () => {
     const coalesced = new PgExecutionStore(ownerPool, {
       rowLevelSecurity: false,

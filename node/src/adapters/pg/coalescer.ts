@@ -22,6 +22,15 @@
  * but the offset commit and the slot, that is worth a few milliseconds. An
  * `urgent` call (a start, which a task waits on) does not linger: it sends
  * the batch, lingering calls and all, in the next turn.
+ *
+ * `busyLingerMs` > 0: while the load is high (at least `busyCallsPerS`
+ * calls a second over the last LOAD_WINDOW_MS or more, by `nowMs`) every
+ * batch, urgent calls and all, leaves that long after its first call. Under
+ * load the statements' rate is otherwise set by their round trip alone (each
+ * a synchronous commit), and each costs its fixed share; a few ms more per
+ * call make them fewer and fuller. A rate, not the last batch's size: the
+ * batches of a light load come in bursts (a fetch's worth, a pause's
+ * backlog), and a burst alone must not make its next tasks wait.
  */
 export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
@@ -40,7 +49,16 @@ export interface CoalescerOptions<In> {
   lingerMs?: number;
   /** A call that does not linger (default: none). */
   urgent?: (input: In) => boolean;
+  /** The wait for every call while the load is high (0: none). */
+  busyLingerMs?: number;
+  /** Calls a second from which the load is high. */
+  busyCallsPerS?: number;
+  /** The clock that measures the load (ms; default performance.now). */
+  nowMs?: () => number;
 }
+
+/** The load is measured over windows of at least this long. */
+export const LOAD_WINDOW_MS = 100;
 
 export class Coalescer<In, Out> {
   private pending: Array<Call<In, Out>> = [];
@@ -52,6 +70,12 @@ export class Coalescer<In, Out> {
   private readonly partialInFlight: number;
   private readonly lingerMs: number;
   private readonly urgent: (input: In) => boolean;
+  private readonly busyLingerMs: number;
+  private readonly busyCallsPerS: number;
+  private readonly nowMs: () => number;
+  private windowStartMs: number;
+  private windowCalls = 0;
+  private busy = false;
 
   constructor(
     private readonly flush: (inputs: In[]) => Promise<Array<Settled<Out>>>,
@@ -62,11 +86,16 @@ export class Coalescer<In, Out> {
     this.partialInFlight = Math.min(options.partialInFlight ?? this.maxInFlight, this.maxInFlight);
     this.lingerMs = options.lingerMs ?? 0;
     this.urgent = options.urgent ?? (() => false);
+    this.busyLingerMs = options.busyLingerMs ?? 0;
+    this.busyCallsPerS = options.busyCallsPerS ?? Number.POSITIVE_INFINITY;
+    this.nowMs = options.nowMs ?? (() => performance.now());
+    this.windowStartMs = this.nowMs();
   }
 
   submit(input: In): Promise<Out> {
     return new Promise<Out>((resolve, reject) => {
       this.pending.push({ input, resolve, reject });
+      this.windowCalls++;
       if (this.pending.length >= this.maxBatch) this.run();
       else this.schedule(this.urgent(input));
     });
@@ -81,7 +110,8 @@ export class Coalescer<In, Out> {
 
   private schedule(urgent: boolean): void {
     if (!this.mayLeave()) return;
-    const lingers = this.lingerMs > 0 && !urgent;
+    const busy = this.busyLingerMs > 0 && this.measureLoad();
+    const lingers = busy || (this.lingerMs > 0 && !urgent);
     if (this.scheduled !== null) {
       if (lingers || this.scheduled === "turn") return;
       clearTimeout(this.scheduled); // an urgent call: the lingering batch leaves with it
@@ -90,11 +120,23 @@ export class Coalescer<In, Out> {
       this.scheduled = null;
       this.run();
     };
-    if (lingers) this.scheduled = setTimeout(go, this.lingerMs);
+    if (lingers) this.scheduled = setTimeout(go, busy ? this.busyLingerMs : this.lingerMs);
     else {
       this.scheduled = "turn";
       setImmediate(go);
     }
+  }
+
+  /** Is the load high? Decided anew once a window has passed, from that window's calls. */
+  private measureLoad(): boolean {
+    const nowMs = this.nowMs();
+    const elapsedMs = nowMs - this.windowStartMs;
+    if (elapsedMs >= LOAD_WINDOW_MS) {
+      this.busy = (this.windowCalls * 1000) / elapsedMs >= this.busyCallsPerS;
+      this.windowStartMs = nowMs;
+      this.windowCalls = 0;
+    }
+    return this.busy;
   }
 
   /** Only a linger asks: without one, every batch leaves in the next turn. */

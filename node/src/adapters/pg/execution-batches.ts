@@ -61,6 +61,14 @@ type Step =
 /** A start's row (null: stale), or a completion's released nodes (null: stale). */
 type StepAnswer = StartRow | DueEntry[] | null;
 
+/**
+ * Starts and completions a second from which the busy linger holds them:
+ * about 2,000 tasks/s. At 5,000/s one statement at a time still ran about
+ * 450 a second, each with its commit; at 1,000/s a linger made the p99
+ * worse in Kafka mode and saved nothing (bench/RESULTS.md, session 33).
+ */
+export const BUSY_STEP_CALLS_PER_S = 4000;
+
 export class ExecutionBatches {
   private readonly steps: Coalescer<Step, StepAnswer>;
 
@@ -70,6 +78,9 @@ export class ExecutionBatches {
     maxBatch: number,
     maxInFlight: number,
     completionLingerMs = 0,
+    busyLingerMs = 0,
+    /** Stamps each start when its statement leaves (started_at, the lease's start), not when it was asked for. */
+    private readonly nowMs?: () => number,
   ) {
     this.steps = new Coalescer((inputs) => this.step(inputs), {
       maxBatch,
@@ -81,6 +92,9 @@ export class ExecutionBatches {
       lingerMs: completionLingerMs,
       // A linger holds completions only: a start pending sends the batch in the next turn.
       urgent: (input) => input.start !== undefined,
+      busyLingerMs,
+      busyCallsPerS: BUSY_STEP_CALLS_PER_S,
+      ...(nowMs && { nowMs }),
     });
   }
 
@@ -98,8 +112,11 @@ export class ExecutionBatches {
   private async step(inputs: Step[]): Promise<Array<Settled<StepAnswer>>> {
     const starts: StartInput[] = [];
     const completions: CompleteInput[] = [];
+    // A start waits for its statement (a linger, the one before it); it starts when that leaves.
+    const leftMs = this.nowMs?.() ?? 0;
     for (const input of inputs) {
-      if (input.start) starts.push(input.start);
+      if (input.start)
+        starts.push(input.start.nowMs < leftMs ? { ...input.start, nowMs: leftMs } : input.start);
       else completions.push(input.complete);
     }
     const [startAnswers, completeAnswers] =

@@ -74,6 +74,10 @@ export interface PgExecutionStoreOptions {
   coalesceMaxInFlight?: number;
   /** How long a coalesced completion waits for more after its first call (0: the next turn). */
   completionLingerMs?: number;
+  /** How long every coalesced call waits for more while the load is high (0: never). */
+  busyLingerMs?: number;
+  /** The clock that stamps a coalesced start when its statement leaves (absent: when it was asked for). */
+  nowMs?: () => number;
 }
 
 const START = [startTask(false), startTask(true)] as const;
@@ -137,6 +141,8 @@ export class PgExecutionStore implements ExecutionStore {
         max,
         options.coalesceMaxInFlight ?? Number.POSITIVE_INFINITY,
         options.completionLingerMs ?? 0,
+        options.busyLingerMs ?? 0,
+        options.nowMs,
       );
     }
   }

@@ -111,6 +111,56 @@ describe("Coalescer", () => {
     }
   });
 
+  it("under a high load every call lingers, urgent ones too; a light load, even in bursts, does not", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const m = manualFlush();
+      let nowMs = 0;
+      // Every call urgent (as starts are): only the busy linger holds them.
+      const c = new Coalescer(m.flush, {
+        maxBatch: 1000,
+        maxInFlight: 1,
+        urgent: () => true,
+        busyLingerMs: 3,
+        busyCallsPerS: 1000,
+        nowMs: () => nowMs,
+      });
+      // A burst of 50 calls after a quiet window: 50 in 200 ms is 250 a second, not busy.
+      nowMs = 200;
+      const burst = Promise.all(Array.from({ length: 50 }, (_, i) => c.submit(i)));
+      await turn();
+      expect(m.calls).toHaveLength(1);
+      m.calls[0]!.answer(m.doubled(m.calls[0]!.inputs));
+      expect((await burst).length).toBe(50);
+      // 150 calls in the next 100 ms: 1,500 a second, busy. The next call lingers 3 ms.
+      for (let i = 0; i < 150; i++) c.submit(1000 + i).catch(() => undefined);
+      await turn();
+      m.calls[1]!.answer(m.doubled(m.calls[1]!.inputs));
+      await turn();
+      nowMs = 300;
+      const lingering = [c.submit(7)];
+      await turn();
+      expect(m.calls).toHaveLength(2);
+      lingering.push(c.submit(8));
+      vi.advanceTimersByTime(2);
+      await turn();
+      expect(m.calls).toHaveLength(2);
+      vi.advanceTimersByTime(1);
+      expect(m.calls.map((x) => x.inputs)[2]).toEqual([7, 8]);
+      m.calls[2]!.answer(m.doubled([7, 8]));
+      expect(await Promise.all(lingering)).toEqual([14, 16]);
+      // A quiet window later (two calls in a second) the load is light again: no linger.
+      nowMs = 1300;
+      const light = c.submit(9);
+      await turn();
+      expect(m.calls.map((x) => x.inputs)[3]).toEqual([9]);
+      m.calls[3]!.answer(m.doubled([9]));
+      expect(await light).toBe(18);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("a batch not yet full waits for partialInFlight; full batches leave up to maxInFlight", async () => {
     const m = manualFlush();
     const c = new Coalescer(m.flush, { maxBatch: 2, partialInFlight: 1, maxInFlight: 2 });
