@@ -53,7 +53,7 @@ export interface CoalescerOptions<In> {
   busyLingerMs?: number;
   /** Calls a second from which the load is high. */
   busyCallsPerS?: number;
-  /** The clock that measures the load (ms; default performance.now). */
+  /** The clock that measures the load (ms; default performance.now, which never steps back). */
   nowMs?: () => number;
 }
 

@@ -90,11 +90,11 @@ export class ExecutionBatches {
       partialInFlight: 1,
       maxInFlight,
       lingerMs: completionLingerMs,
-      // A linger holds completions only: a start pending sends the batch in the next turn.
+      // The completion linger holds completions only: a start pending sends the batch in the
+      // next turn. The busy linger (measured by the monotonic clock) holds both.
       urgent: (input) => input.start !== undefined,
       busyLingerMs,
       busyCallsPerS: BUSY_STEP_CALLS_PER_S,
-      ...(nowMs && { nowMs }),
     });
   }
 
