@@ -224,10 +224,11 @@ const schema = z.object({
   /** CF_WORKER_COMPLETION_LINGER_MS: how long a coalesced completion waits for more (0: the next turn). */
   workerCompletionLingerMs: intFromEnv(0, 1000).default(0),
   /**
-   * CF_WORKER_BUSY_LINGER_MS: how long every coalesced start and completion waits for more while
-   * the load is high (about 2,000 tasks/s or more; 0: never). 3 ms took the CPU per task at
-   * 5,000/s in one process from 261 to 230–231 µs, Postgres from 0.59 to 0.49–0.50 cores, for
-   * a worker-start p50 of 5 ms instead of 2 (bench/RESULTS.md, session 33).
+   * CF_WORKER_BUSY_LINGER_MS: how long every coalesced start and completion of a direct queue
+   * (CF_DIRECT_QUEUES) waits for more while the load is high (about 2,000 tasks/s or more; 0:
+   * never). 3 ms took the CPU per task at 5,000/s in one process from 261 to 230–231 µs,
+   * Postgres from 0.59 to 0.49–0.50 cores, for a worker-start p50 of 5 ms instead of 2; in Kafka
+   * mode it saved nothing (bench/RESULTS.md, session 33).
    */
   workerBusyLingerMs: intFromEnv(0, 1000).default(3),
   /** CF_WORKER_RETRY_BASE_MS: first wait before a worker asks an unavailable Postgres again (doubles up to 2 s). */

@@ -11,12 +11,12 @@ import { MemoryTransport } from "../adapters/memory/memory-transport.js";
 import type { Config } from "../config/config.js";
 import { TOPICS, type TopicKind } from "../domain/envelope.js";
 import { type RoleInfrastructure, serviceInfrastructure } from "./role-connections.js";
-import { queuesOf } from "./worker.js";
+import { directQueuesOf, queuesOf } from "./worker.js";
 
 export function runInfrastructure(config: Config, roles: readonly string[]): RoleInfrastructure {
   const infra = serviceInfrastructure(config);
   if (config.directQueues === "") return infra;
-  const direct = new Set(config.directQueues.split(",") as TopicKind[]);
+  const direct = directQueuesOf(config);
   if (!roles.includes("dispatcher") || !roles.includes("worker")) {
     throw new Error(
       `CF_DIRECT_QUEUES=${config.directQueues} needs the dispatcher and the worker roles in this process (--roles ${roles.join(",")}): a direct queue's envelopes go to this process's own worker`,

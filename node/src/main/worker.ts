@@ -63,6 +63,10 @@ export interface WorkerExtras {
 export const queuesOf = (config: Config): TopicKind[] =>
   [...new Set(config.workerQueues.split(","))] as TopicKind[];
 
+/** The queues this process keeps to itself, dispatcher to worker (CF_DIRECT_QUEUES). */
+export const directQueuesOf = (config: Config): Set<TopicKind> =>
+  new Set(config.directQueues.split(",").filter(Boolean) as TopicKind[]);
+
 export async function startWorker(
   config: Config,
   clock: Clock,
@@ -106,6 +110,7 @@ export async function startWorker(
   // Per-tenant starts, completions and failures, for the dashboard (app/dashboard/tenant-activity.ts).
   const activity = new TenantActivity();
   const limiters = queueLimiters(config);
+  const direct = directQueuesOf(config);
   for (const queue of queuesOf(config)) {
     const limiter = limiters.get(queue)!;
     const pool = rolePgPool(
@@ -129,7 +134,9 @@ export async function startWorker(
       // The rest of the calls queue into the next statement rather than for a connection.
       coalesceMaxInFlight: Math.max(1, Math.floor(config.workerPgPoolSize / 2)),
       completionLingerMs: config.workerCompletionLingerMs,
-      busyLingerMs: config.workerBusyLingerMs,
+      // Direct queues only: in Kafka mode, whose tasks come in fetched batches, it saved no CPU
+      // and made the start later (bench/RESULTS.md, session 33).
+      busyLingerMs: direct.has(queue) ? config.workerBusyLingerMs : 0,
       nowMs: () => clock.nowMs(),
     });
     const executions = new ExecutionService(

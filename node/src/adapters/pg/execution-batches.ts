@@ -63,9 +63,10 @@ type StepAnswer = StartRow | DueEntry[] | null;
 
 /**
  * Starts and completions a second from which the busy linger holds them:
- * about 2,000 tasks/s. At 5,000/s one statement at a time still ran about
- * 450 a second, each with its commit; at 1,000/s a linger made the p99
- * worse in Kafka mode and saved nothing (bench/RESULTS.md, session 33).
+ * about 2,000 tasks/s. At 5,000/s in one process one statement at a time
+ * still ran about 450 a second, each with its commit; a linger held by the
+ * last batch's size instead made the p99 at 1,000/s worse in Kafka mode,
+ * whose fetches come in bursts (bench/RESULTS.md, session 33).
  */
 export const BUSY_STEP_CALLS_PER_S = 4000;
 
