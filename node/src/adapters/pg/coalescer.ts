@@ -58,7 +58,7 @@ export interface CoalescerOptions<In> {
 }
 
 /** The load is measured over windows of at least this long. */
-export const LOAD_WINDOW_MS = 100;
+const LOAD_WINDOW_MS = 100;
 
 export class Coalescer<In, Out> {
   private pending: Array<Call<In, Out>> = [];

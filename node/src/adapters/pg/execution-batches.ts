@@ -68,33 +68,41 @@ type StepAnswer = StartRow | DueEntry[] | null;
  * last batch's size instead made the p99 at 1,000/s worse in Kafka mode,
  * whose fetches come in bursts (bench/RESULTS.md, session 33).
  */
-export const BUSY_STEP_CALLS_PER_S = 4000;
+const BUSY_STEP_CALLS_PER_S = 4000;
+
+/** As PgExecutionStoreOptions' coalesce options say (execution-store.ts). */
+export interface ExecutionBatchOptions {
+  maxBatch: number;
+  maxInFlight: number;
+  completionLingerMs: number;
+  busyLingerMs: number;
+  nowMs?: () => number;
+}
 
 export class ExecutionBatches {
   private readonly steps: Coalescer<Step, StepAnswer>;
 
+  /** Stamps each start when its statement leaves (started_at, the lease's start), not when it was asked for. */
+  private readonly nowMs: (() => number) | undefined;
+
   constructor(
     private readonly pool: PgPool,
     private readonly calls: FencedCalls,
-    maxBatch: number,
-    maxInFlight: number,
-    completionLingerMs = 0,
-    busyLingerMs = 0,
-    /** Stamps each start when its statement leaves (started_at, the lease's start), not when it was asked for. */
-    private readonly nowMs?: () => number,
+    options: ExecutionBatchOptions,
   ) {
+    this.nowMs = options.nowMs;
     this.steps = new Coalescer((inputs) => this.step(inputs), {
-      maxBatch,
+      maxBatch: options.maxBatch,
       // One statement out at a time until a batch is full: with two, a start or
       // a completion left nearly alone (1.5 rows per statement at 1,000 tasks/s),
       // and at 5,000/s a task cost about 6 % more CPU (bench/RESULTS.md, session 25).
       partialInFlight: 1,
-      maxInFlight,
-      lingerMs: completionLingerMs,
+      maxInFlight: options.maxInFlight,
+      lingerMs: options.completionLingerMs,
       // The completion linger holds completions only: a start pending sends the batch in the
       // next turn. The busy linger (measured by the monotonic clock) holds both.
       urgent: (input) => input.start !== undefined,
-      busyLingerMs,
+      busyLingerMs: options.busyLingerMs,
       busyCallsPerS: BUSY_STEP_CALLS_PER_S,
     });
   }

@@ -135,15 +135,13 @@ export class PgExecutionStore implements ExecutionStore {
     );
     const max = options.coalesceMax ?? 0;
     if (max > 1 && !options.rowLevelSecurity) {
-      this.batches = new ExecutionBatches(
-        pool,
-        this.calls,
-        max,
-        options.coalesceMaxInFlight ?? Number.POSITIVE_INFINITY,
-        options.completionLingerMs ?? 0,
-        options.busyLingerMs ?? 0,
-        options.nowMs,
-      );
+      this.batches = new ExecutionBatches(pool, this.calls, {
+        maxBatch: max,
+        maxInFlight: options.coalesceMaxInFlight ?? Number.POSITIVE_INFINITY,
+        completionLingerMs: options.completionLingerMs ?? 0,
+        busyLingerMs: options.busyLingerMs ?? 0,
+        ...(options.nowMs && { nowMs: options.nowMs }),
+      });
     }
   }
 
