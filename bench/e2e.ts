@@ -8,6 +8,7 @@
  *
  *   npm run bench:e2e -- --rate 5000 --seconds 10 [--json] [--no-peer | --peer-only] [--embedded | --direct | --one-process] [--no-probe]
  *   npm run bench:e2e -- --find-max [--from 500] [--seconds 10] [--json] [--direct | --one-process] [--no-peer]
+ *   npm run bench:e2e -- --runs 3 [any flags of a run]
  *
  * --embedded offers the same load to `chronofence dev` on the embedded
  * default instead (one process; PGlite, in-process hot tier and transport:
@@ -58,6 +59,9 @@
  * --find-max steps each system's offered rate up from --from until it no
  * longer keeps up (bench/e2e-find-max.ts) and reports both maxima.
  *
+ * --runs N makes the same run N times in turn and reports each run and the
+ * medians of both systems' figures (bench/e2e-runs.ts).
+ *
  * With --json the last line is one JSON object: `publish`, `worker_start`
  * ({p50_ms, p99_ms, max_ms}), `dispatched_at_to_worker_start` (the envelope's
  * dispatched_at to the fenced start: transport and worker intake),
@@ -75,6 +79,7 @@ import { benchArgs } from "./args.js";
 import { runEmbedded } from "./e2e-embedded.js";
 import { findMax } from "./e2e-find-max.js";
 import { counterOf, executionOutcome, readTasks } from "./e2e-outcome.js";
+import { repeatRuns } from "./e2e-runs.js";
 import { type PeerReport, runBullmqPeer } from "./peers/bullmq.js";
 import { type LedgerMark, ledgerBetween, markLedger } from "./pg-ledger.js";
 import {
@@ -116,6 +121,7 @@ const { values: args } = benchArgs({
     "metrics-port": { type: "string", default: "18092" },
     "find-max": { type: "boolean", default: false },
     from: { type: "string", default: "500" },
+    runs: { type: "string", default: "1" },
   },
 });
 const ratePerS = Number(args.rate);
@@ -372,6 +378,14 @@ function line(name: string, l: Lateness | null): string {
 }
 
 async function main(): Promise<void> {
+  const runs = Number(args.runs);
+  if (!Number.isInteger(runs) || runs < 1 || (runs > 1 && args["find-max"])) {
+    console.error(
+      "--runs takes a whole number of runs, 1 or more, and does not combine with --find-max",
+    );
+    process.exit(2);
+  }
+  if (runs > 1) return repeatRuns(runs, process.argv.slice(2), args.json);
   if (args["find-max"])
     return findMax(Number(args.from), seconds, args.json, {
       direct,

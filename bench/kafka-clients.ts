@@ -25,6 +25,7 @@ import { topicName } from "../node/src/domain/envelope.js";
 import type { Publisher } from "../node/src/ports/publisher.js";
 import { benchArgs } from "./args.js";
 import { PlatformaticPublisher } from "./platformatic-publisher.js";
+import { median } from "./stats.js";
 import { coresBetween, cpuTicksOf, percentile, round } from "./support.js";
 
 type Client = "kafkajs" | "platformatic";
@@ -280,11 +281,6 @@ async function measure(pair: string, rate: number, seconds: number, run: number)
     await admin.disconnect();
   }
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-};
 
 function medianOf(samples: Sample[]): Sample {
   const m = (pick: (s: Sample) => number) => median(samples.map(pick));

@@ -23,6 +23,7 @@ import { preciseNowMs } from "../node/src/timing/wake-driver.js";
 import { TimingWheel } from "../node/src/timing/wasm-wheel.js";
 import { workerThreadDriver } from "../node/src/timing/worker-thread-driver.js";
 import { benchArgs } from "./args.js";
+import { median } from "./stats.js";
 import { TsTimingWheel } from "./ts-wheel.js";
 
 interface Figures {
@@ -53,7 +54,6 @@ const LEAD_MS = 500;
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
 const nowMs = preciseNowMs;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const percentile = (sorted: Float64Array, p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 const busyWaitUntil = (ms: number) => {

@@ -1,0 +1,189 @@
+/**
+ * `npm run bench:e2e -- --runs N [the run's flags]`: the same run N times,
+ * one after the other, each a `bench:e2e` of its own in a child process (so
+ * one run's processes, keys and topics are gone before the next), then the
+ * medians of what the targets name (issue 14: medians of at least 3 runs),
+ * for Chronofence and for BullMQ, beside every run's figures, load average
+ * and clock times. One command gives a target's row; nothing is counted by
+ * hand.
+ */
+import { execFile } from "node:child_process";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+import { median } from "./stats.js";
+import { round } from "./support.js";
+
+/** What a run reports of one system (Chronofence's figures, or its `peer`'s). */
+export interface SystemFigures {
+  completed_per_s: number | null;
+  worker_start: { p50_ms: number; p99_ms: number; max_ms: number } | null;
+  cpu_us_per_task: number | null;
+  lost: number;
+  early: number;
+  duplicates: number;
+  unfinished: number;
+}
+
+export interface RunReport extends Partial<SystemFigures> {
+  load_avg_before: number[];
+  peer: SystemFigures | null;
+}
+
+export interface TimedRun {
+  started_at: string;
+  ended_at: string;
+  report: RunReport | null;
+}
+
+export interface SystemSummary {
+  /** Medians over the runs that reported (null where none did). */
+  completed_per_s: number | null;
+  worker_start_p50_ms: number | null;
+  worker_start_p99_ms: number | null;
+  cpu_us_per_task: number | null;
+  /** Sums over the runs: each must be 0. */
+  lost: number;
+  early: number;
+  duplicates: number;
+  unfinished: number;
+}
+
+export interface RunsSummary {
+  runs: number;
+  /** Runs that gave no report (a crash, a timeout): their figures are missing, not zero. */
+  failed_runs: number;
+  chronofence: SystemSummary | null;
+  bullmq: SystemSummary | null;
+  /** Per run, where both systems ran: Chronofence's p99 below BullMQ's, its CPU per task below BullMQ's. */
+  p99_below_bullmq: boolean[];
+  cpu_below_bullmq: boolean[];
+}
+
+const medianOrNull = (xs: ReadonlyArray<number | null | undefined>): number | null => {
+  const known = xs.filter((x): x is number => typeof x === "number");
+  return known.length === 0 ? null : median(known);
+};
+
+function summariseSystem(figures: ReadonlyArray<Partial<SystemFigures>>): SystemSummary | null {
+  if (figures.length === 0) return null;
+  const sum = (pick: (f: Partial<SystemFigures>) => number | undefined) =>
+    figures.reduce((total, f) => total + (pick(f) ?? 0), 0);
+  return {
+    completed_per_s: medianOrNull(figures.map((f) => f.completed_per_s)),
+    worker_start_p50_ms: medianOrNull(figures.map((f) => f.worker_start?.p50_ms)),
+    worker_start_p99_ms: medianOrNull(figures.map((f) => f.worker_start?.p99_ms)),
+    cpu_us_per_task: medianOrNull(figures.map((f) => f.cpu_us_per_task)),
+    lost: sum((f) => f.lost),
+    early: sum((f) => f.early),
+    duplicates: sum((f) => f.duplicates),
+    unfinished: sum((f) => f.unfinished),
+  };
+}
+
+/** A Chronofence report carries worker_start (null with --peer-only). */
+const hasOurs = (r: RunReport): boolean => r.worker_start !== undefined && r.worker_start !== null;
+
+export function summariseRuns(runs: readonly TimedRun[]): RunsSummary {
+  const reports = runs.flatMap((r) => (r.report === null ? [] : [r.report]));
+  const ours = reports.filter(hasOurs);
+  const both = ours.filter((r) => r.peer !== null);
+  const below = (pick: (f: Partial<SystemFigures>) => number | null | undefined) =>
+    both.map((r) => {
+      const [a, b] = [pick(r), pick(r.peer!)];
+      return typeof a === "number" && typeof b === "number" && a < b;
+    });
+  return {
+    runs: runs.length,
+    failed_runs: runs.length - reports.length,
+    chronofence: summariseSystem(ours),
+    bullmq: summariseSystem(reports.flatMap((r) => (r.peer === null ? [] : [r.peer]))),
+    p99_below_bullmq: below((f) => f.worker_start?.p99_ms),
+    cpu_below_bullmq: below((f) => f.cpu_us_per_task),
+  };
+}
+
+/** The run's own flags for its children: without --runs, with --json. */
+export function childArgs(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--runs") i++;
+    else if (!arg.startsWith("--runs=")) out.push(arg);
+  }
+  if (!out.includes("--json")) out.push("--json");
+  return out;
+}
+
+const e2eScript = fileURLToPath(new URL("./e2e.js", import.meta.url));
+
+function runOnce(args: readonly string[]): Promise<TimedRun> {
+  const started_at = new Date().toISOString();
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [e2eScript, ...args],
+      { maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const ended_at = new Date().toISOString();
+        const last = stdout.trim().split("\n").pop() ?? "";
+        try {
+          resolve({ started_at, ended_at, report: JSON.parse(last) as RunReport });
+        } catch {
+          process.stderr.write(`runs: a run gave no report: ${error?.message ?? ""}\n${stderr}`);
+          resolve({ started_at, ended_at, report: null });
+        }
+      },
+    );
+  });
+}
+
+const figuresLine = (name: string, f: Partial<SystemFigures> | null): string =>
+  f === null
+    ? `${name} n/a`
+    : `${name} ${f.completed_per_s}/s, worker start p50 ${f.worker_start?.p50_ms} / p99 ${f.worker_start?.p99_ms} ms, ` +
+      `${f.cpu_us_per_task} µs per task, lost ${f.lost}, early ${f.early}, duplicates ${f.duplicates}`;
+
+const summaryLine = (name: string, s: SystemSummary | null): string =>
+  s === null
+    ? `${name} n/a`
+    : `${name} ${s.completed_per_s}/s, worker start p50 ${s.worker_start_p50_ms} / p99 ${s.worker_start_p99_ms} ms, ` +
+      `${s.cpu_us_per_task} µs per task; over all runs lost ${s.lost}, early ${s.early}, duplicates ${s.duplicates}, unfinished ${s.unfinished}`;
+
+export async function repeatRuns(count: number, argv: readonly string[], json: boolean) {
+  const log = (line: string) => {
+    if (!json) console.log(line);
+  };
+  const args = childArgs(argv);
+  const runs: TimedRun[] = [];
+  for (let i = 1; i <= count; i++) {
+    const run = await runOnce(args);
+    runs.push(run);
+    const r = run.report;
+    log(
+      `run ${i} (${run.started_at} – ${run.ended_at}, load average before ${r?.load_avg_before.join(" ") ?? "?"}): ` +
+        (r === null
+          ? "no report"
+          : `${figuresLine("Chronofence", hasOurs(r) ? r : null)}; ${figuresLine("BullMQ", r.peer)}`),
+    );
+  }
+  const summary = summariseRuns(runs);
+  log(`medians of ${count} runs (${summary.failed_runs} without a report):`);
+  log(`  ${summaryLine("Chronofence", summary.chronofence)}`);
+  log(`  ${summaryLine("BullMQ", summary.bullmq)}`);
+  log(
+    `  per run, Chronofence's p99 below BullMQ's: ${JSON.stringify(summary.p99_below_bullmq)}; ` +
+      `its CPU per task below BullMQ's: ${JSON.stringify(summary.cpu_below_bullmq)}`,
+  );
+  if (json) {
+    console.log(
+      JSON.stringify({
+        bench: "e2e-runs",
+        args,
+        cores: os.cpus().length,
+        load_avg_after: os.loadavg().map(round),
+        ...summary,
+        each: runs,
+      }),
+    );
+  }
+}
