@@ -9,9 +9,8 @@
  * (null when the first step fails); every step's figures are in the report.
  * --direct (or --one-process) steps Chronofence in that mode (bench/e2e.ts); --no-peer skips BullMQ.
  */
-import { execFile } from "node:child_process";
 import os from "node:os";
-import { fileURLToPath } from "node:url";
+import { e2eInChild } from "./e2e-child.js";
 import { round } from "./support.js";
 
 export const FIND_MAX = {
@@ -54,38 +53,26 @@ export function stepVerdict(rate: number, figures: StepFigures | null): string |
 export const nextRate = (rate: number): number =>
   Math.max(rate + 100, Math.round((rate * FIND_MAX.growth) / 100) * 100);
 
-const e2eScript = fileURLToPath(new URL("./e2e.js", import.meta.url));
-
 export interface FindMaxOptions {
   direct: boolean;
   oneProcess: boolean;
   peer: boolean;
 }
 
-function runStep(
+async function runStep(
   system: System,
   rate: number,
   seconds: number,
   options: FindMaxOptions,
 ): Promise<StepFigures | null> {
   const which = system === "chronofence" ? "--no-peer" : "--peer-only";
-  const argv = [e2eScript, "--rate", String(rate), "--seconds", String(seconds), "--json", which];
+  const argv = ["--rate", String(rate), "--seconds", String(seconds), "--json", which];
   if (system === "chronofence" && options.oneProcess) argv.push("--one-process");
   else if (system === "chronofence" && options.direct) argv.push("--direct");
-  return new Promise((resolve) => {
-    execFile(process.execPath, argv, { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const last = stdout.trim().split("\n").pop() ?? "";
-      try {
-        const report = JSON.parse(last);
-        resolve(system === "chronofence" ? report : report.peer);
-      } catch {
-        process.stderr.write(
-          `find-max: ${system} at ${rate}/s gave no report: ${error?.message ?? ""}\n${stderr}`,
-        );
-        resolve(null);
-      }
-    });
-  });
+  const report = (await e2eInChild(argv, `find-max: ${system} at ${rate}/s`)) as
+    | (StepFigures & { peer: StepFigures | null })
+    | null;
+  return system === "chronofence" ? report : (report?.peer ?? null);
 }
 
 async function findMaxOf(

@@ -7,9 +7,8 @@
  * and clock times. One command gives a target's row; nothing is counted by
  * hand.
  */
-import { execFile } from "node:child_process";
 import os from "node:os";
-import { fileURLToPath } from "node:url";
+import { e2eInChild } from "./e2e-child.js";
 import { median } from "./stats.js";
 import { round } from "./support.js";
 
@@ -114,27 +113,10 @@ export function childArgs(argv: readonly string[]): string[] {
   return out;
 }
 
-const e2eScript = fileURLToPath(new URL("./e2e.js", import.meta.url));
-
-function runOnce(args: readonly string[]): Promise<TimedRun> {
+async function runOnce(args: readonly string[], n: number): Promise<TimedRun> {
   const started_at = new Date().toISOString();
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [e2eScript, ...args],
-      { maxBuffer: 64 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const ended_at = new Date().toISOString();
-        const last = stdout.trim().split("\n").pop() ?? "";
-        try {
-          resolve({ started_at, ended_at, report: JSON.parse(last) as RunReport });
-        } catch {
-          process.stderr.write(`runs: a run gave no report: ${error?.message ?? ""}\n${stderr}`);
-          resolve({ started_at, ended_at, report: null });
-        }
-      },
-    );
-  });
+  const report = (await e2eInChild(args, `runs: run ${n}`)) as RunReport | null;
+  return { started_at, ended_at: new Date().toISOString(), report };
 }
 
 const figuresLine = (name: string, f: Partial<SystemFigures> | null): string =>
@@ -156,7 +138,7 @@ export async function repeatRuns(count: number, argv: readonly string[], json: b
   const args = childArgs(argv);
   const runs: TimedRun[] = [];
   for (let i = 1; i <= count; i++) {
-    const run = await runOnce(args);
+    const run = await runOnce(args, i);
     runs.push(run);
     const r = run.report;
     log(
