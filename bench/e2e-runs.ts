@@ -5,7 +5,7 @@
  * medians of what the targets name (issue 14: medians of at least 3 runs),
  * for Chronofence and for BullMQ, beside every run's figures, load average
  * and clock times. One command gives a target's row; nothing is counted by
- * hand.
+ * hand. With --find-max, N passes and the median of each system's maximum.
  */
 import os from "node:os";
 import { e2eInChild } from "./e2e-child.js";
@@ -28,10 +28,10 @@ export interface RunReport extends Partial<SystemFigures> {
   peer: SystemFigures | null;
 }
 
-export interface TimedRun {
+export interface TimedRun<R = RunReport> {
   started_at: string;
   ended_at: string;
-  report: RunReport | null;
+  report: R | null;
 }
 
 export interface SystemSummary {
@@ -113,9 +113,9 @@ export function childArgs(argv: readonly string[]): string[] {
   return out;
 }
 
-async function runOnce(args: readonly string[], n: number): Promise<TimedRun> {
+async function runOnce<R>(args: readonly string[], what: string): Promise<TimedRun<R>> {
   const started_at = new Date().toISOString();
-  const report = (await e2eInChild(args, `runs: run ${n}`)) as RunReport | null;
+  const report = (await e2eInChild(args, what)) as R | null;
   return { started_at, ended_at: new Date().toISOString(), report };
 }
 
@@ -138,7 +138,7 @@ export async function repeatRuns(count: number, argv: readonly string[], json: b
   const args = childArgs(argv);
   const runs: TimedRun[] = [];
   for (let i = 1; i <= count; i++) {
-    const run = await runOnce(args, i);
+    const run = await runOnce<RunReport>(args, `runs: run ${i}`);
     runs.push(run);
     const r = run.report;
     log(
@@ -165,6 +165,75 @@ export async function repeatRuns(count: number, argv: readonly string[], json: b
         load_avg_after: os.loadavg().map(round),
         ...summary,
         each: runs,
+      }),
+    );
+  }
+}
+
+/** What a --find-max pass reports of each system's maximum (e2e-find-max.ts). */
+export interface FindMaxPass {
+  chronofence: { max_per_s: number | null };
+  bullmq: { max_per_s: number | null } | null;
+}
+
+export interface PassesSummary {
+  passes: number;
+  failed_passes: number;
+  /** Medians of each system's maximum; a pass whose first step failed counts as 0 (below --from). */
+  chronofence_max_per_s: number | null;
+  bullmq_max_per_s: number | null;
+  /** Per pass where both systems ran: Chronofence's maximum at least BullMQ's. */
+  at_least_bullmq: boolean[];
+}
+
+export function summarisePasses(passes: ReadonlyArray<FindMaxPass | null>): PassesSummary {
+  const done = passes.filter((p): p is FindMaxPass => p !== null);
+  const both = done.flatMap((p) =>
+    p.bullmq === null ? [] : [{ ours: p.chronofence, theirs: p.bullmq }],
+  );
+  return {
+    passes: passes.length,
+    failed_passes: passes.length - done.length,
+    chronofence_max_per_s: medianOrNull(done.map((p) => p.chronofence.max_per_s ?? 0)),
+    bullmq_max_per_s: medianOrNull(both.map((p) => p.theirs.max_per_s ?? 0)),
+    at_least_bullmq: both.map((p) => (p.ours.max_per_s ?? 0) >= (p.theirs.max_per_s ?? 0)),
+  };
+}
+
+const maxText = ({ max_per_s }: { max_per_s: number | null }): string =>
+  max_per_s === null ? "below --from" : `${max_per_s}/s`;
+
+export async function repeatFindMax(count: number, argv: readonly string[], json: boolean) {
+  const log = (line: string) => {
+    if (!json) console.log(line);
+  };
+  const args = childArgs(argv);
+  const passes: Array<TimedRun<FindMaxPass>> = [];
+  for (let i = 1; i <= count; i++) {
+    const pass = await runOnce<FindMaxPass>(args, `runs: find-max pass ${i}`);
+    passes.push(pass);
+    const r = pass.report;
+    log(
+      `pass ${i} (${pass.started_at} – ${pass.ended_at}): ` +
+        (r === null
+          ? "no report"
+          : `Chronofence ${maxText(r.chronofence)}, BullMQ ${r.bullmq === null ? "not run" : maxText(r.bullmq)}`),
+    );
+  }
+  const summary = summarisePasses(passes.map((p) => p.report));
+  log(
+    `medians of ${count} passes (${summary.failed_passes} without a report): Chronofence ` +
+      `${summary.chronofence_max_per_s}/s, BullMQ ${summary.bullmq_max_per_s === null ? "not run" : `${summary.bullmq_max_per_s}/s`}; ` +
+      `per pass, Chronofence's at least BullMQ's: ${JSON.stringify(summary.at_least_bullmq)}`,
+  );
+  if (json) {
+    console.log(
+      JSON.stringify({
+        bench: "e2e-find-max-passes",
+        args,
+        cores: os.cpus().length,
+        ...summary,
+        each: passes,
       }),
     );
   }

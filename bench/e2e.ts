@@ -8,7 +8,7 @@
  *
  *   npm run bench:e2e -- --rate 5000 --seconds 10 [--json] [--no-peer | --peer-only] [--embedded | --direct | --one-process] [--no-probe]
  *   npm run bench:e2e -- --find-max [--from 500] [--seconds 10] [--json] [--direct | --one-process] [--no-peer]
- *   npm run bench:e2e -- --runs 3 [any flags of a run]
+ *   npm run bench:e2e -- --runs 3 [any flags of a run, or of --find-max]
  *
  * --embedded offers the same load to `chronofence dev` on the embedded
  * default instead (one process; PGlite, in-process hot tier and transport:
@@ -60,7 +60,8 @@
  * longer keeps up (bench/e2e-find-max.ts) and reports both maxima.
  *
  * --runs N makes the same run N times in turn and reports each run and the
- * medians of both systems' figures (bench/e2e-runs.ts).
+ * medians of both systems' figures (bench/e2e-runs.ts); with --find-max, N
+ * passes and the median of each system's maximum.
  *
  * With --json the last line is one JSON object: `publish`, `worker_start`
  * ({p50_ms, p99_ms, max_ms}), `dispatched_at_to_worker_start` (the envelope's
@@ -79,7 +80,7 @@ import { benchArgs } from "./args.js";
 import { runEmbedded } from "./e2e-embedded.js";
 import { findMax } from "./e2e-find-max.js";
 import { counterOf, executionOutcome, readTasks } from "./e2e-outcome.js";
-import { repeatRuns } from "./e2e-runs.js";
+import { repeatFindMax, repeatRuns } from "./e2e-runs.js";
 import { type PeerReport, runBullmqPeer } from "./peers/bullmq.js";
 import { type LedgerMark, ledgerBetween, markLedger } from "./pg-ledger.js";
 import {
@@ -379,13 +380,12 @@ function line(name: string, l: Lateness | null): string {
 
 async function main(): Promise<void> {
   const runs = Number(args.runs);
-  if (!Number.isInteger(runs) || runs < 1 || (runs > 1 && args["find-max"])) {
-    console.error(
-      "--runs takes a whole number of runs, 1 or more, and does not combine with --find-max",
-    );
+  if (!Number.isInteger(runs) || runs < 1) {
+    console.error("--runs takes a whole number of runs, 1 or more");
     process.exit(2);
   }
-  if (runs > 1) return repeatRuns(runs, process.argv.slice(2), args.json);
+  if (runs > 1)
+    return (args["find-max"] ? repeatFindMax : repeatRuns)(runs, process.argv.slice(2), args.json);
   if (args["find-max"])
     return findMax(Number(args.from), seconds, args.json, {
       direct,

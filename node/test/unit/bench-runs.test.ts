@@ -1,8 +1,9 @@
-/** bench:e2e --runs: the children's flags and the medians over the runs (bench/e2e-runs.ts). */
+/** bench:e2e --runs: the children's flags and the medians over runs and find-max passes (bench/e2e-runs.ts). */
 import { describe, expect, it } from "vitest";
 import {
   childArgs,
   type RunReport,
+  summarisePasses,
   summariseRuns,
   type TimedRun,
 } from "../../../bench/e2e-runs.js";
@@ -75,6 +76,28 @@ describe("bench:e2e --runs", () => {
     ]);
     expect(summary.chronofence).toBeNull();
     expect(summary.bullmq?.completed_per_s).toBe(900);
+  });
+});
+
+describe("bench:e2e --runs with --find-max", () => {
+  const pass = (ours: number | null, theirs: number | null | "not run") => ({
+    chronofence: { max_per_s: ours },
+    bullmq: theirs === "not run" ? null : { max_per_s: theirs },
+  });
+
+  it("takes each system's median maximum, a pass below --from as 0, and compares pass by pass", () => {
+    const summary = summarisePasses([pass(3900, 4900), pass(4900, 3900), pass(null, 4900)]);
+    expect(summary.chronofence_max_per_s).toBe(3900);
+    expect(summary.bullmq_max_per_s).toBe(4900);
+    expect(summary.at_least_bullmq).toEqual([false, true, false]);
+  });
+
+  it("counts a pass without a report as failed, and a pass without BullMQ in no comparison", () => {
+    const summary = summarisePasses([null, pass(6300, "not run")]);
+    expect(summary.failed_passes).toBe(1);
+    expect(summary.chronofence_max_per_s).toBe(6300);
+    expect(summary.bullmq_max_per_s).toBeNull();
+    expect(summary.at_least_bullmq).toEqual([]);
   });
 });
 
