@@ -113,10 +113,39 @@ export function childArgs(argv: readonly string[]): string[] {
   return out;
 }
 
-async function runOnce<R>(args: readonly string[], what: string): Promise<TimedRun<R>> {
-  const started_at = new Date().toISOString();
-  const report = (await e2eInChild(args, what)) as R | null;
-  return { started_at, ended_at: new Date().toISOString(), report };
+/**
+ * Runs the children one after the other, logging each as it ends; returns
+ * them, and a printer of the JSON report (--json) with their summary.
+ */
+async function repeat<R>(
+  count: number,
+  argv: readonly string[],
+  json: boolean,
+  noun: string,
+  describe: (report: R) => string,
+) {
+  const log = (line: string) => {
+    if (!json) console.log(line);
+  };
+  const args = childArgs(argv);
+  const each: Array<TimedRun<R>> = [];
+  for (let i = 1; i <= count; i++) {
+    const started_at = new Date().toISOString();
+    const report = (await e2eInChild(args, `runs: ${noun} ${i}`)) as R | null;
+    const ended_at = new Date().toISOString();
+    each.push({ started_at, ended_at, report });
+    log(
+      `${noun} ${i} (${started_at} – ${ended_at}): ${report === null ? "no report" : describe(report)}`,
+    );
+  }
+  const printJson = (bench: string, summary: object) => {
+    if (json) {
+      const cores = os.cpus().length;
+      const load_avg_after = os.loadavg().map(round);
+      console.log(JSON.stringify({ bench, args, cores, load_avg_after, ...summary, each }));
+    }
+  };
+  return { each, log, printJson };
 }
 
 const figuresLine = (name: string, f: Partial<SystemFigures> | null): string =>
@@ -132,23 +161,16 @@ const summaryLine = (name: string, s: SystemSummary | null): string =>
       `${s.cpu_us_per_task} µs per task; over all runs lost ${s.lost}, early ${s.early}, duplicates ${s.duplicates}, unfinished ${s.unfinished}`;
 
 export async function repeatRuns(count: number, argv: readonly string[], json: boolean) {
-  const log = (line: string) => {
-    if (!json) console.log(line);
-  };
-  const args = childArgs(argv);
-  const runs: TimedRun[] = [];
-  for (let i = 1; i <= count; i++) {
-    const run = await runOnce<RunReport>(args, `runs: run ${i}`);
-    runs.push(run);
-    const r = run.report;
-    log(
-      `run ${i} (${run.started_at} – ${run.ended_at}, load average before ${r?.load_avg_before.join(" ") ?? "?"}): ` +
-        (r === null
-          ? "no report"
-          : `${figuresLine("Chronofence", hasOurs(r) ? r : null)}; ${figuresLine("BullMQ", r.peer)}`),
-    );
-  }
-  const summary = summariseRuns(runs);
+  const { each, log, printJson } = await repeat<RunReport>(
+    count,
+    argv,
+    json,
+    "run",
+    (r) =>
+      `load average before ${r.load_avg_before.join(" ")}; ` +
+      `${figuresLine("Chronofence", hasOurs(r) ? r : null)}; ${figuresLine("BullMQ", r.peer)}`,
+  );
+  const summary = summariseRuns(each);
   log(`medians of ${count} runs (${summary.failed_runs} without a report):`);
   log(`  ${summaryLine("Chronofence", summary.chronofence)}`);
   log(`  ${summaryLine("BullMQ", summary.bullmq)}`);
@@ -156,18 +178,7 @@ export async function repeatRuns(count: number, argv: readonly string[], json: b
     `  per run, Chronofence's p99 below BullMQ's: ${JSON.stringify(summary.p99_below_bullmq)}; ` +
       `its CPU per task below BullMQ's: ${JSON.stringify(summary.cpu_below_bullmq)}`,
   );
-  if (json) {
-    console.log(
-      JSON.stringify({
-        bench: "e2e-runs",
-        args,
-        cores: os.cpus().length,
-        load_avg_after: os.loadavg().map(round),
-        ...summary,
-        each: runs,
-      }),
-    );
-  }
+  printJson("e2e-runs", summary);
 }
 
 /** What a --find-max pass reports of each system's maximum (e2e-find-max.ts). */
@@ -204,37 +215,20 @@ const maxText = ({ max_per_s }: { max_per_s: number | null }): string =>
   max_per_s === null ? "below --from" : `${max_per_s}/s`;
 
 export async function repeatFindMax(count: number, argv: readonly string[], json: boolean) {
-  const log = (line: string) => {
-    if (!json) console.log(line);
-  };
-  const args = childArgs(argv);
-  const passes: Array<TimedRun<FindMaxPass>> = [];
-  for (let i = 1; i <= count; i++) {
-    const pass = await runOnce<FindMaxPass>(args, `runs: find-max pass ${i}`);
-    passes.push(pass);
-    const r = pass.report;
-    log(
-      `pass ${i} (${pass.started_at} – ${pass.ended_at}): ` +
-        (r === null
-          ? "no report"
-          : `Chronofence ${maxText(r.chronofence)}, BullMQ ${r.bullmq === null ? "not run" : maxText(r.bullmq)}`),
-    );
-  }
-  const summary = summarisePasses(passes.map((p) => p.report));
+  const { each, log, printJson } = await repeat<FindMaxPass>(
+    count,
+    argv,
+    json,
+    "pass",
+    (r) =>
+      `Chronofence ${maxText(r.chronofence)}, BullMQ ${r.bullmq === null ? "not run" : maxText(r.bullmq)}`,
+  );
+  const summary = summarisePasses(each.map((p) => p.report));
+  const bullmq = summary.bullmq_max_per_s === null ? "not run" : `${summary.bullmq_max_per_s}/s`;
   log(
     `medians of ${count} passes (${summary.failed_passes} without a report): Chronofence ` +
-      `${summary.chronofence_max_per_s}/s, BullMQ ${summary.bullmq_max_per_s === null ? "not run" : `${summary.bullmq_max_per_s}/s`}; ` +
+      `${summary.chronofence_max_per_s}/s, BullMQ ${bullmq}; ` +
       `per pass, Chronofence's at least BullMQ's: ${JSON.stringify(summary.at_least_bullmq)}`,
   );
-  if (json) {
-    console.log(
-      JSON.stringify({
-        bench: "e2e-find-max-passes",
-        args,
-        cores: os.cpus().length,
-        ...summary,
-        each: passes,
-      }),
-    );
-  }
+  printJson("e2e-find-max-passes", summary);
 }
