@@ -83,6 +83,7 @@ import { counterOf, executionOutcome, readTasks } from "./e2e-outcome.js";
 import { repeatFindMax, repeatRuns } from "./e2e-runs.js";
 import { type PeerReport, runBullmqPeer } from "./peers/bullmq.js";
 import { type LedgerMark, ledgerBetween, markLedger } from "./pg-ledger.js";
+import { median } from "./stats.js";
 import {
   type Arrival,
   coresBetween,
@@ -350,9 +351,7 @@ function sampleEventLoopLag(metricsPort: number) {
     stop() {
       clearInterval(timer);
       const ms = samples.map((s) => Math.round(s * 1000)).sort((a, b) => a - b);
-      return ms.length === 0
-        ? null
-        : { median: ms[Math.floor(ms.length / 2)]!, max: ms[ms.length - 1]! };
+      return ms.length === 0 ? null : { median: median(ms), max: ms[ms.length - 1]! };
     },
   };
 }

@@ -25,8 +25,8 @@ import { topicName } from "../node/src/domain/envelope.js";
 import type { Publisher } from "../node/src/ports/publisher.js";
 import { benchArgs } from "./args.js";
 import { PlatformaticPublisher } from "./platformatic-publisher.js";
-import { median } from "./stats.js";
-import { coresBetween, cpuTicksOf, percentile, round } from "./support.js";
+import { median, percentile } from "./stats.js";
+import { coresBetween, cpuTicksOf, round } from "./support.js";
 
 type Client = "kafkajs" | "platformatic";
 /** Publisher/consumer clients: what we run, the publisher alone switched, both switched. */

@@ -22,6 +22,7 @@ import {
   runMaintenance,
   runMigrations,
 } from "../node/src/main/admin.js";
+import { percentile } from "./stats.js";
 
 /** The repository root (the benchmarks run from dist/bench/). */
 /** The repository: the nearest directory up with a package.json, from dist/bench (built) or bench (a test's import of the sources). */
@@ -97,10 +98,6 @@ export async function deleteBenchKeys(prefix: string): Promise<void> {
   }
 }
 
-export const percentile = (sorted: readonly number[], p: number): number =>
-  sorted.length === 0
-    ? 0
-    : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 export const round = (x: number): number => Math.round(x * 100) / 100;
 
 /** A command-line option's value as a positive number, or an error naming the option. */

@@ -4,7 +4,7 @@
  * spread as the fair-share rule wants, and p50/max over trials against
  * Fencepost's targets.
  */
-import { percentile } from "../support.js";
+import { percentile } from "../stats.js";
 
 export interface LatenessSample {
   dueMs: number;
