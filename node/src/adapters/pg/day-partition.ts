@@ -32,11 +32,11 @@ export async function onDayPartition(
   values: unknown[],
   // biome-ignore lint/suspicious/noExplicitAny: rows of the caller's statement, read field by field
 ): Promise<{ rows: any[] }> {
-  const day = oneDayOf(refs);
-  if (day !== null) {
+  const { firstMs, lastMs } = runAtDays(refs);
+  const onDay = firstMs === lastMs ? onPartitionOf(statement, firstMs) : null;
+  if (onDay !== null) {
     try {
-      const name = `${statement.name}_${day}`;
-      return await db.query({ name, text: statement.on(`tasks_p${day}`), values });
+      return await db.query({ name: onDay.name, text: onDay.text, values });
     } catch (error) {
       if (!PARTITION_UNUSABLE.has((error as { code?: string } | null)?.code ?? "")) throw error;
     }
@@ -44,15 +44,38 @@ export async function onDayPartition(
   return db.query(statement.onTasks, values);
 }
 
+/** A statement's prepared name and text on one day's partition. */
+interface OnPartition {
+  name: string;
+  text: string;
+}
+
 /**
- * The one UTC day (YYYYMMDD) of every ref's run_at, or null when they span
- * days or lie outside the years 0–9999 (which no partition's name can hold).
+ * Each statement's form per day, built once: its text is a few KB, and a
+ * worker runs hundreds of batches a second, nearly all on one or two days.
+ * At most MAX_DAYS_HELD days are kept, so a process that lives for years
+ * does not keep every day it saw.
  */
-function oneDayOf(refs: ReadonlyArray<{ runAtMs: number }>): string | null {
-  const { firstMs, lastMs } = runAtDays(refs);
-  if (firstMs !== lastMs) return null;
-  const day = utcDayOfMs(firstMs).replaceAll("-", "");
-  return /^[0-9]{8}$/.test(day) ? day : null;
+const onPartitions = new WeakMap<DayPartitionStatement, Map<number, OnPartition | null>>();
+const MAX_DAYS_HELD = 16;
+
+/** On the partition of the UTC day starting at dayStartMs; null outside the years 0–9999 (no partition's name can hold them). */
+function onPartitionOf(statement: DayPartitionStatement, dayStartMs: number): OnPartition | null {
+  let days = onPartitions.get(statement);
+  if (days === undefined) {
+    days = new Map();
+    onPartitions.set(statement, days);
+  }
+  let onDay = days.get(dayStartMs);
+  if (onDay === undefined) {
+    const day = utcDayOfMs(dayStartMs).replaceAll("-", "");
+    onDay = /^[0-9]{8}$/.test(day)
+      ? { name: `${statement.name}_${day}`, text: statement.on(`tasks_p${day}`) }
+      : null;
+    if (days.size >= MAX_DAYS_HELD) days.clear();
+    days.set(dayStartMs, onDay);
+  }
+  return onDay;
 }
 
 /** The starts of the UTC days of the refs' earliest and latest run_at. */
