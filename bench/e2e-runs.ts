@@ -17,6 +17,8 @@ export interface SystemFigures {
   completed_per_s: number | null;
   worker_start: { p50_ms: number; p99_ms: number; max_ms: number } | null;
   cpu_us_per_task: number | null;
+  /** Cores each process group used over the run (Postgres, the roles, the broker, …). */
+  cpu_cores: Record<string, number>;
   lost: number;
   early: number;
   duplicates: number;
@@ -40,6 +42,11 @@ export interface SystemSummary {
   worker_start_p50_ms: number | null;
   worker_start_p99_ms: number | null;
   cpu_us_per_task: number | null;
+  /**
+   * Each process group's median cores: where a change of the CPU per task
+   * came from (a group missing from a run counts there as 0).
+   */
+  cpu_cores: Record<string, number>;
   /** Sums over the runs: each must be 0. */
   lost: number;
   early: number;
@@ -72,11 +79,19 @@ function summariseSystem(figures: ReadonlyArray<Partial<SystemFigures>>): System
     worker_start_p50_ms: medianOrNull(figures.map((f) => f.worker_start?.p50_ms)),
     worker_start_p99_ms: medianOrNull(figures.map((f) => f.worker_start?.p99_ms)),
     cpu_us_per_task: medianOrNull(figures.map((f) => f.cpu_us_per_task)),
+    cpu_cores: medianCores(figures.map((f) => f.cpu_cores ?? {})),
     lost: sum((f) => f.lost),
     early: sum((f) => f.early),
     duplicates: sum((f) => f.duplicates),
     unfinished: sum((f) => f.unfinished),
   };
+}
+
+function medianCores(runs: ReadonlyArray<Record<string, number>>): Record<string, number> {
+  const groups = new Set(runs.flatMap((cores) => Object.keys(cores)));
+  return Object.fromEntries(
+    [...groups].map((group) => [group, median(runs.map((cores) => cores[group] ?? 0))]),
+  );
 }
 
 /** A Chronofence report carries worker_start (null with --peer-only). */
@@ -148,17 +163,22 @@ async function repeat<R>(
   return { each, log, printJson };
 }
 
+const coresText = (cores: Record<string, number> | undefined): string =>
+  Object.entries(cores ?? {})
+    .map(([group, n]) => `${group} ${n}`)
+    .join(", ");
+
 const figuresLine = (name: string, f: Partial<SystemFigures> | null): string =>
   f === null
     ? `${name} n/a`
     : `${name} ${f.completed_per_s}/s, worker start p50 ${f.worker_start?.p50_ms} / p99 ${f.worker_start?.p99_ms} ms, ` +
-      `${f.cpu_us_per_task} µs per task, lost ${f.lost}, early ${f.early}, duplicates ${f.duplicates}`;
+      `${f.cpu_us_per_task} µs per task (cores: ${coresText(f.cpu_cores)}), lost ${f.lost}, early ${f.early}, duplicates ${f.duplicates}`;
 
 const summaryLine = (name: string, s: SystemSummary | null): string =>
   s === null
     ? `${name} n/a`
     : `${name} ${s.completed_per_s}/s, worker start p50 ${s.worker_start_p50_ms} / p99 ${s.worker_start_p99_ms} ms, ` +
-      `${s.cpu_us_per_task} µs per task; over all runs lost ${s.lost}, early ${s.early}, duplicates ${s.duplicates}, unfinished ${s.unfinished}`;
+      `${s.cpu_us_per_task} µs per task (median cores: ${coresText(s.cpu_cores)}); over all runs lost ${s.lost}, early ${s.early}, duplicates ${s.duplicates}, unfinished ${s.unfinished}`;
 
 export async function repeatRuns(count: number, argv: readonly string[], json: boolean) {
   const { each, log, printJson } = await repeat<RunReport>(

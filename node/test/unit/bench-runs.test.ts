@@ -13,6 +13,7 @@ const figures = (cps: number, p99: number, cpu: number, lost = 0) => ({
   completed_per_s: cps,
   worker_start: { p50_ms: Math.round(p99 / 10), p99_ms: p99, max_ms: p99 * 2 },
   cpu_us_per_task: cpu,
+  cpu_cores: { postgres: cpu / 500, node: cpu / 400 },
   lost,
   early: 0,
   duplicates: 0,
@@ -47,6 +48,7 @@ describe("bench:e2e --runs", () => {
       worker_start_p50_ms: 2,
       worker_start_p99_ms: 18,
       cpu_us_per_task: 231,
+      cpu_cores: { postgres: 0.462, node: 0.5775 },
       lost: 2,
       early: 0,
       duplicates: 0,
@@ -57,6 +59,30 @@ describe("bench:e2e --runs", () => {
     expect(summary.p99_below_bullmq).toEqual([true, false, true]);
     expect(summary.cpu_below_bullmq).toEqual([true, true, false]);
     expect(summary.failed_runs).toBe(0);
+  });
+
+  it("takes each process group's median cores, a group missing from a run as 0 there", () => {
+    const summary = summariseRuns([
+      run({
+        load_avg_before: [1],
+        ...figures(5000, 9, 250),
+        cpu_cores: { postgres: 0.5, api: 0.2 },
+        peer: null,
+      }),
+      run({
+        load_avg_before: [1],
+        ...figures(5000, 9, 260),
+        cpu_cores: { postgres: 0.6 },
+        peer: null,
+      }),
+      run({
+        load_avg_before: [1],
+        ...figures(5000, 9, 240),
+        cpu_cores: { postgres: 0.4, api: 0.1 },
+        peer: null,
+      }),
+    ]);
+    expect(summary.chronofence?.cpu_cores).toEqual({ postgres: 0.5, api: 0.1 });
   });
 
   it("counts a run without a report as failed, not as zeros, and a run without BullMQ in no comparison", () => {
