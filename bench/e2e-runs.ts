@@ -12,17 +12,26 @@ import { e2eInChild } from "./e2e-child.js";
 import { median } from "./stats.js";
 import { round } from "./support.js";
 
-/** What a run reports of one system (Chronofence's figures, or its `peer`'s). */
-export interface SystemFigures {
+/**
+ * What a run reports of a system and what the summary gives of it, alike:
+ * in a run its own figures; in the summary the medians over the runs that
+ * reported (null where none did; a process group missing from a run counts
+ * there as 0), and the counts summed over the runs (each must be 0).
+ */
+interface SystemTotals {
   completed_per_s: number | null;
-  worker_start: { p50_ms: number; p99_ms: number; max_ms: number } | null;
   cpu_us_per_task: number | null;
-  /** Cores each process group used over the run (Postgres, the roles, the broker, …). */
+  /** Cores each process group used (Postgres, the roles, the broker, …): where the CPU per task went. */
   cpu_cores: Record<string, number>;
   lost: number;
   early: number;
   duplicates: number;
   unfinished: number;
+}
+
+/** What a run reports of one system (Chronofence's figures, or its `peer`'s). */
+export interface SystemFigures extends SystemTotals {
+  worker_start: { p50_ms: number; p99_ms: number; max_ms: number } | null;
 }
 
 export interface RunReport extends Partial<SystemFigures> {
@@ -36,22 +45,10 @@ export interface TimedRun<R = RunReport> {
   report: R | null;
 }
 
-export interface SystemSummary {
-  /** Medians over the runs that reported (null where none did). */
-  completed_per_s: number | null;
+/** A system over the runs (see SystemTotals). */
+export interface SystemSummary extends SystemTotals {
   worker_start_p50_ms: number | null;
   worker_start_p99_ms: number | null;
-  cpu_us_per_task: number | null;
-  /**
-   * Each process group's median cores: where a change of the CPU per task
-   * came from (a group missing from a run counts there as 0).
-   */
-  cpu_cores: Record<string, number>;
-  /** Sums over the runs: each must be 0. */
-  lost: number;
-  early: number;
-  duplicates: number;
-  unfinished: number;
 }
 
 export interface RunsSummary {

@@ -4,7 +4,7 @@
  */
 
 /** The value at percentile p (0–100) of ascending `sorted` (nearest rank); 0 for none. */
-export const percentile = (sorted: readonly number[], p: number): number =>
+export const percentile = (sorted: ArrayLike<number>, p: number): number =>
   sorted.length === 0
     ? 0
     : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;

@@ -23,7 +23,7 @@ import { preciseNowMs } from "../node/src/timing/wake-driver.js";
 import { TimingWheel } from "../node/src/timing/wasm-wheel.js";
 import { workerThreadDriver } from "../node/src/timing/worker-thread-driver.js";
 import { benchArgs } from "./args.js";
-import { median } from "./stats.js";
+import { median, percentile } from "./stats.js";
 import { TsTimingWheel } from "./ts-wheel.js";
 
 interface Figures {
@@ -54,8 +54,6 @@ const LEAD_MS = 500;
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
 const nowMs = preciseNowMs;
-const percentile = (sorted: Float64Array, p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 const busyWaitUntil = (ms: number) => {
   while (nowMs() < ms);
 };
@@ -190,8 +188,8 @@ function summarize(lateness: Float64Array): Figures {
   lateness.sort();
   const round = (x: number) => Math.round(x * 1000) / 1000;
   return {
-    lateness_p50_ms: round(percentile(lateness, 0.5)),
-    lateness_p99_ms: round(percentile(lateness, 0.99)),
+    lateness_p50_ms: round(percentile(lateness, 50)),
+    lateness_p99_ms: round(percentile(lateness, 99)),
     lateness_max_ms: round(lateness[lateness.length - 1]!),
     early: lateness.filter((x) => x < 0).length,
   };
