@@ -26,19 +26,23 @@ export class RecordingExecutionStore implements ExecutionStore {
     private readonly activity: TenantActivity,
   ) {}
 
-  async start(
+  // start and complete, once per task, add one `then` each rather than an async function of
+  // their own: about 0.25 KB less garbage per call (bench/RESULTS.md, session 36).
+  start(
     ref: ExecutionRef,
     workerId: string,
     leaseMs: number,
     nowMs: number,
   ): Promise<StartOutcome> {
-    const outcome = await this.inner.start(ref, workerId, leaseMs, nowMs);
-    if (outcome.kind === "started") {
-      const runAtMs = outcome.execution.runAtMs;
-      const publishMs = ref.dispatchedAtMs === undefined ? undefined : ref.dispatchedAtMs - runAtMs;
-      this.activity.started(ref.tenantId, nowMs, nowMs - runAtMs, publishMs);
-    }
-    return outcome;
+    return this.inner.start(ref, workerId, leaseMs, nowMs).then((outcome) => {
+      if (outcome.kind === "started") {
+        const runAtMs = outcome.execution.runAtMs;
+        const publishMs =
+          ref.dispatchedAtMs === undefined ? undefined : ref.dispatchedAtMs - runAtMs;
+        this.activity.started(ref.tenantId, nowMs, nowMs - runAtMs, publishMs);
+      }
+      return outcome;
+    });
   }
 
   heartbeat(
@@ -50,10 +54,11 @@ export class RecordingExecutionStore implements ExecutionStore {
     return this.inner.heartbeat(ref, workerId, leaseMs, nowMs);
   }
 
-  async complete(ref: ExecutionRef, resultJson: string, nowMs: number): Promise<CompleteOutcome> {
-    const outcome = await this.inner.complete(ref, resultJson, nowMs);
-    if (outcome.kind === "completed") this.activity.completed(ref.tenantId, nowMs);
-    return outcome;
+  complete(ref: ExecutionRef, resultJson: string, nowMs: number): Promise<CompleteOutcome> {
+    return this.inner.complete(ref, resultJson, nowMs).then((outcome) => {
+      if (outcome.kind === "completed") this.activity.completed(ref.tenantId, nowMs);
+      return outcome;
+    });
   }
 
   async fail(ref: ExecutionRef, failure: ExecutionFailure, nowMs: number): Promise<FailOutcome> {

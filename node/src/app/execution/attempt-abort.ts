@@ -8,7 +8,15 @@
  * `ctx.signal`: most short handlers never do, and a controller, its signal
  * and its listeners were the largest part of the garbage the worker made per
  * task (bench/RESULTS.md, session 10).
+ *
+ * The handler's ctx is an AttemptContext, whose `signal` is a getter of its
+ * class: an object literal with a getter of its own is built by the runtime
+ * in dictionary mode, about 1 KB a task where a class instance takes about a
+ * tenth of that (bench/RESULTS.md, session 36). Nothing here makes a closure
+ * per attempt but the one promise `race` must be able to reject.
  */
+import type { Handler, HandlerContext } from "../../ports/handler.js";
+
 export type AbortReason = "timeout" | "stale" | "deadline" | "stop";
 
 export class AttemptAbort {
@@ -35,16 +43,46 @@ export class AttemptAbort {
     this.rejectRun?.(error);
   }
 
-  /** Calls `handler` and settles as it does, or rejects as soon as the attempt is aborted. */
-  race<T>(handler: () => Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+  /** Runs the handler and settles as it does, or rejects as soon as the attempt is aborted. */
+  race(handler: Handler, payload: unknown, ctx: HandlerContext): Promise<unknown> {
+    return new Promise<unknown>((resolve, reject) => {
       if (this.why !== null) {
         reject(errorOf(this.why));
         return;
       }
       this.rejectRun = reject;
-      Promise.resolve(handler()).then(resolve, reject);
+      Promise.resolve(handler(payload, ctx)).then(resolve, reject);
     });
+  }
+}
+
+/** Aborts the attempt at its timeout_ms (a setTimeout callback: no closure per attempt). */
+export const abortAtTimeout = (attempt: AttemptAbort): void => attempt.abort("timeout");
+
+/** What a handler is told of its attempt; `signal` is its attempt's, made when first read. */
+export class AttemptContext implements HandlerContext {
+  // An ES private field: not a property, so a copy of the context (`{ ...ctx }`) carries the
+  // task's fields only.
+  readonly #attempt: AttemptAbort;
+
+  constructor(
+    readonly taskId: string,
+    readonly tenantId: string,
+    readonly type: string,
+    readonly attempt: number,
+    readonly maxAttempts: number,
+    readonly fencingToken: string,
+    readonly idempotencyKey: string | null,
+    readonly runAtMs: number,
+    readonly timeoutMs: number,
+    readonly parentResults: Readonly<Record<string, unknown>> | null,
+    attemptAbort: AttemptAbort,
+  ) {
+    this.#attempt = attemptAbort;
+  }
+
+  get signal(): AbortSignal {
+    return this.#attempt.signal;
   }
 }
 

@@ -66,7 +66,9 @@ export class ExecutionService {
 
   async complete(ref: ExecutionRef, resultJson: string, nowMs: number): Promise<CompleteOutcome> {
     const outcome = await this.deps.store.complete(ref, resultJson, nowMs);
-    if (outcome.kind === "completed") await this.addReleased(outcome.released, nowMs);
+    // Nearly every completion releases nothing: then not even an empty hot-tier call is awaited.
+    if (outcome.kind === "completed" && outcome.released?.length)
+      await this.addReleased(outcome.released, nowMs);
     return outcome;
   }
 

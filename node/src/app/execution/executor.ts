@@ -56,9 +56,9 @@ import type {
   StartedExecution,
   StartOutcome,
 } from "../../ports/execution-store.js";
-import type { Handler, HandlerContext, HandlerRegistry } from "../../ports/handler.js";
+import type { Handler, HandlerRegistry } from "../../ports/handler.js";
 import type { WorkerMetrics } from "../../ports/worker-metrics.js";
-import { AttemptAbort } from "./attempt-abort.js";
+import { AttemptAbort, AttemptContext, abortAtTimeout } from "./attempt-abort.js";
 import type { ExecutionService } from "./execution-service.js";
 import { resultJsonOf } from "./handler-result.js";
 import { type HeartbeatDeps, type HeartbeatOptions, LeaseKeeper, sleep } from "./lease-keeper.js";
@@ -134,6 +134,12 @@ const DEFAULT_UNKNOWN_TYPE = { retryMs: 30_000, deadAfterMs: 3_600_000 };
  */
 const MAX_START_TIMEOUTS = 5;
 
+/** How long durably() keeps asking (unbounded where absent). */
+interface RetryBounds {
+  maxTimeouts?: number;
+  maxRetries?: number;
+}
+
 const STOPPED = workerStoppingFailure(
   "the worker stopped before the attempt finished (its drain timeout passed)",
 );
@@ -146,6 +152,7 @@ export class Executor {
   private readonly leaseMarginMs: number;
   private readonly heartbeats: HeartbeatDeps;
   private readonly heartbeatOptions: HeartbeatOptions;
+  private readonly startBounds: RetryBounds;
 
   constructor(
     private readonly deps: ExecutorDeps,
@@ -162,6 +169,10 @@ export class Executor {
     );
     this.heartbeats = { executions: deps.executions, clock: deps.clock, onError: deps.onError };
     this.heartbeatOptions = { ...options, leaseMarginMs: this.leaseMarginMs };
+    this.startBounds = {
+      maxTimeouts: MAX_START_TIMEOUTS,
+      maxRetries: options.startMaxRetries ?? DEFAULT_START_MAX_RETRIES,
+    };
   }
 
   /** From now on, envelopes not yet started are left alone ("abandoned"); running ones go on. */
@@ -179,13 +190,24 @@ export class Executor {
     for (const attempt of this.running) attempt.abort("stop");
   }
 
-  /** Runs the envelope; one delivered before its run_at waits for it here (see executeOnce). */
-  async execute(envelope: InboundEnvelope, queue: string): Promise<ExecutionReport> {
-    for (;;) {
-      const attempt = await this.executeOnce(envelope, queue);
-      if (attempt.report !== "not_due") return attempt.report;
-      if (!(await this.untilDue(attempt.dueInMs))) return "abandoned";
-    }
+  /**
+   * Runs the envelope; one delivered before its run_at waits for it here (see executeOnce).
+   * A `then` rather than an async loop: nearly every envelope is due, and this runs per task.
+   */
+  execute(envelope: InboundEnvelope, queue: string): Promise<ExecutionReport> {
+    return this.executeOnce(envelope, queue).then((attempt) =>
+      attempt.report === "not_due"
+        ? this.executeWhenDue(envelope, queue, attempt.dueInMs)
+        : attempt.report,
+    );
+  }
+
+  private async executeWhenDue(
+    envelope: InboundEnvelope,
+    queue: string,
+    dueInMs: number,
+  ): Promise<ExecutionReport> {
+    return (await this.untilDue(dueInMs)) ? this.execute(envelope, queue) : "abandoned";
   }
 
   /**
@@ -238,31 +260,25 @@ export class Executor {
   }
 
   /** The fenced start, its lease dated at each try's send; bounded while Postgres is away. */
-  private async start(
+  private start(
     ref: ExecutionRef,
     type: string,
   ): Promise<{ start: StartOutcome; nowMs: number; sentMonoMs: number }> {
     let nowMs = 0;
     let sentMonoMs = 0;
     const { workerId, leaseMs } = this.options;
-    try {
-      const start = await this.durably(
-        "start",
-        () => {
-          nowMs = this.deps.clock.nowMs();
-          sentMonoMs = this.deps.clock.monotonicMs();
-          return this.deps.executions.start(ref, workerId, leaseMs, nowMs);
-        },
-        {
-          maxTimeouts: MAX_START_TIMEOUTS,
-          maxRetries: this.options.startMaxRetries ?? DEFAULT_START_MAX_RETRIES,
-        },
-      );
-      return { start, nowMs, sentMonoMs };
-    } catch (error) {
-      if (error instanceof Unrecorded) this.deps.metrics.outcome(type, "start_given_up");
-      throw error;
-    }
+    const tryStart = () => {
+      nowMs = this.deps.clock.nowMs();
+      sentMonoMs = this.deps.clock.monotonicMs();
+      return this.deps.executions.start(ref, workerId, leaseMs, nowMs);
+    };
+    return this.durably("start", tryStart, this.startBounds).then(
+      (start) => ({ start, nowMs, sentMonoMs }),
+      (error: unknown) => {
+        if (error instanceof Unrecorded) this.deps.metrics.outcome(type, "start_given_up");
+        throw error;
+      },
+    );
   }
 
   private async runStarted(
@@ -394,32 +410,30 @@ export class Executor {
     if (this.stopping.signal.aborted) return { kind: "failed", failure: STOPPED, byStop: true };
     const abort = new AttemptAbort();
     this.running.add(abort);
-    const timeout = setTimeout(() => abort.abort("timeout"), execution.timeoutMs);
+    const timeout = setTimeout(abortAtTimeout, execution.timeoutMs, abort);
     const lease = new LeaseKeeper(
       this.heartbeats,
       this.heartbeatOptions,
       ref,
       deadlineMonoMs,
-      (by) => abort.abort(by),
+      abort,
     );
-    const ctx: HandlerContext = {
-      taskId: envelope.taskId,
-      tenantId: envelope.tenantId,
-      type: envelope.type,
-      attempt: execution.attempt,
-      maxAttempts: execution.maxAttempts,
-      fencingToken: envelope.fencingToken,
-      idempotencyKey: envelope.idempotencyKey,
-      runAtMs: execution.runAtMs,
-      timeoutMs: execution.timeoutMs,
+    const ctx = new AttemptContext(
+      envelope.taskId,
+      envelope.tenantId,
+      envelope.type,
+      execution.attempt,
+      execution.maxAttempts,
+      envelope.fencingToken,
+      envelope.idempotencyKey,
+      execution.runAtMs,
+      execution.timeoutMs,
       parentResults,
-      get signal() {
-        return abort.signal;
-      },
-    };
+      abort,
+    );
     const startedMs = this.deps.clock.monotonicMs();
     try {
-      const result = await abort.race(() => handler(envelope.payload, ctx));
+      const result = await abort.race(handler, envelope.payload, ctx);
       if (abort.why === "stale" || abort.why === "deadline")
         return { kind: "lost_lease", by: abort.why };
       return { kind: "succeeded", resultJson: resultJsonOf(result, this.options.maxResultBytes) };
@@ -445,32 +459,43 @@ export class Executor {
    * So does a statement cancelled at its timeout `maxTimeouts` times in a row
    * (Postgres is up, and this statement too slow or blocked), and a call
    * still failing after `maxRetries` retries.
+   *
+   * The first try is the call's own promise, the loop only begins after a
+   * failure: an async function around every call was about 0.4 KB of garbage
+   * per call, two calls per task (bench/RESULTS.md, session 36).
    */
-  private async durably<T>(
+  private durably<T>(what: string, call: () => Promise<T>, bounds: RetryBounds = {}): Promise<T> {
+    return call().catch((error: unknown) => this.retryDurably(what, call, bounds, error));
+  }
+
+  private async retryDurably<T>(
     what: string,
     call: () => Promise<T>,
-    bounds: { maxTimeouts?: number; maxRetries?: number } = {},
+    bounds: RetryBounds,
+    firstError: unknown,
   ): Promise<T> {
     const maxTimeouts = bounds.maxTimeouts ?? Number.POSITIVE_INFINITY;
     const maxRetries = bounds.maxRetries ?? Number.POSITIVE_INFINITY;
     let waitMs = this.options.dependencyRetryMs;
     let timeouts = 0;
+    let failure = firstError;
     for (let retries = 0; ; retries++) {
+      const error = failure;
+      const unavailable = error instanceof ChronofenceError && error.code === ErrorCode.Unavailable;
+      timeouts = unavailable && error.details?.reason === STATEMENT_TIMEOUT ? timeouts + 1 : 0;
+      const transient = unavailable && timeouts < maxTimeouts && retries < maxRetries;
+      if (!transient) {
+        if (!isRefusedValue(error)) this.deps.onError(error, what);
+        throw new Unrecorded(what, { cause: error });
+      }
+      this.deps.metrics.dependencyRetry(`postgres_${what}`);
+      if (this.stopping.signal.aborted) throw new Abandoned();
+      await sleep(waitMs, this.stopping.signal);
+      waitMs = Math.min(waitMs * 2, 2000);
       try {
         return await call();
-      } catch (error) {
-        const unavailable =
-          error instanceof ChronofenceError && error.code === ErrorCode.Unavailable;
-        timeouts = unavailable && error.details?.reason === STATEMENT_TIMEOUT ? timeouts + 1 : 0;
-        const transient = unavailable && timeouts < maxTimeouts && retries < maxRetries;
-        if (!transient) {
-          if (!isRefusedValue(error)) this.deps.onError(error, what);
-          throw new Unrecorded(what, { cause: error });
-        }
-        this.deps.metrics.dependencyRetry(`postgres_${what}`);
-        if (this.stopping.signal.aborted) throw new Abandoned();
-        await sleep(waitMs, this.stopping.signal);
-        waitMs = Math.min(waitMs * 2, 2000);
+      } catch (next) {
+        failure = next;
       }
     }
   }

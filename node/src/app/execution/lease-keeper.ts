@@ -26,9 +26,9 @@ export interface HeartbeatOptions {
 
 /**
  * Keeps one attempt's lease until `end()`: renews it every heartbeatMs, one
- * heartbeat at a time (a hung one is not joined by more), and calls
- * `lost("deadline")` once the local deadline passes without a renewal, or
- * `lost("stale")` when a heartbeat finds the attempt is no longer ours. Each
+ * heartbeat at a time (a hung one is not joined by more), and aborts the
+ * attempt with "deadline" once the local deadline passes without a renewal,
+ * or with "stale" when a heartbeat finds the attempt is no longer ours. Each
  * heartbeat that lands moves the deadline to its send + leaseMs − margin; a
  * failed one is logged and the next tries again: the deadline decides when
  * to give up.
@@ -54,13 +54,14 @@ export class LeaseKeeper {
     private readonly options: HeartbeatOptions,
     private readonly ref: ExecutionRef,
     private deadlineMonoMs: number,
-    private readonly lost: (by: "stale" | "deadline") => void,
+    /** Told when the lease is lost: its attempt (AttemptAbort), so that no closure is made per attempt. */
+    private readonly attempt: { abort(by: "stale" | "deadline"): void },
   ) {
     this.nextBeatMonoMs = deps.clock.monotonicMs() + options.heartbeatMs;
     this.arm();
   }
 
-  /** The attempt is over: no more heartbeats, and `lost` is not called. */
+  /** The attempt is over: no more heartbeats, and the attempt is not aborted. */
   end(): void {
     this.ended = true;
     clearTimeout(this.timer);
@@ -79,7 +80,7 @@ export class LeaseKeeper {
     if (this.ended) return;
     if (this.timerFor === "deadline" || this.deps.clock.monotonicMs() >= this.deadlineMonoMs) {
       this.end();
-      this.lost("deadline");
+      this.attempt.abort("deadline");
       return;
     }
     void this.beat();
@@ -100,7 +101,7 @@ export class LeaseKeeper {
       if (this.ended) return;
       if (answer.kind !== "extended") {
         this.end();
-        this.lost("stale");
+        this.attempt.abort("stale");
         return;
       }
       this.deadlineMonoMs = Math.max(this.deadlineMonoMs, sentMonoMs + leaseMs - leaseMarginMs);

@@ -193,6 +193,30 @@ describe("Executor", () => {
     expect(store.failed).toEqual([{ message: "bad", code: "E", retryable: false }]);
   });
 
+  it("tells the handler its attempt: a copy of the context carries the task's fields, not the signal", async () => {
+    let copy: Record<string, unknown> = {};
+    let signal: AbortSignal | undefined;
+    handlers.register("t", async (_p, ctx) => {
+      copy = { ...ctx };
+      signal = ctx.signal;
+      return null;
+    });
+    expect(await executor.execute(envelope("t"), "standard")).toBe("completed");
+    expect(copy).toEqual({
+      taskId: "0190a000-0000-7000-8000-000000000001",
+      tenantId: "0190a000-0000-7000-8000-000000000002",
+      type: "t",
+      attempt: 1,
+      maxAttempts: 3,
+      fencingToken: "42",
+      idempotencyKey: null,
+      runAtMs: 0,
+      timeoutMs: 1000,
+      parentResults: null,
+    });
+    expect(signal?.aborted).toBe(false);
+  });
+
   it("fails an attempt that outlives timeout_ms as a retryable timeout, aborting its signal", async () => {
     let signal: AbortSignal | undefined;
     handlers.register("t", (_p, ctx) => {

@@ -35,7 +35,7 @@ const keep = () =>
     options,
     ref,
     clock.monotonicMs() + options.leaseMs - options.leaseMarginMs,
-    (by) => lost.push(by),
+    { abort: (by) => lost.push(by) },
   );
 
 describe("LeaseKeeper", () => {
