@@ -63,7 +63,7 @@ export const abortAtTimeout = (attempt: AttemptAbort): void => attempt.abort("ti
 export class AttemptContext implements HandlerContext {
   // An ES private field: not a property, so a copy of the context (`{ ...ctx }`) carries the
   // task's fields only.
-  readonly #attempt: AttemptAbort;
+  readonly #abort: AttemptAbort;
 
   constructor(
     readonly taskId: string,
@@ -76,13 +76,13 @@ export class AttemptContext implements HandlerContext {
     readonly runAtMs: number,
     readonly timeoutMs: number,
     readonly parentResults: Readonly<Record<string, unknown>> | null,
-    attemptAbort: AttemptAbort,
+    abort: AttemptAbort,
   ) {
-    this.#attempt = attemptAbort;
+    this.#abort = abort;
   }
 
   get signal(): AbortSignal {
-    return this.#attempt.signal;
+    return this.#abort.signal;
   }
 }
 

@@ -465,7 +465,13 @@ export class Executor {
    * per call, two calls per task (bench/RESULTS.md, session 36).
    */
   private durably<T>(what: string, call: () => Promise<T>, bounds: RetryBounds = {}): Promise<T> {
-    return call().catch((error: unknown) => this.retryDurably(what, call, bounds, error));
+    let first: Promise<T>;
+    try {
+      first = call();
+    } catch (error) {
+      first = Promise.reject(error); // a call that throws at once fails as one that rejects
+    }
+    return first.catch((error: unknown) => this.retryDurably(what, call, bounds, error));
   }
 
   private async retryDurably<T>(

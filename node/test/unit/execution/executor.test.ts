@@ -175,6 +175,16 @@ describe("Executor", () => {
     expect(handler).toHaveBeenCalledTimes(1);
   });
 
+  it("records a store call that throws at once as one that rejects: unrecorded, the handler not run", async () => {
+    const handler = vi.fn(async () => null);
+    handlers.register("t", handler);
+    store.start = () => {
+      throw new Error("a bug in the store");
+    };
+    expect(await executor.execute(envelope("t"), "standard")).toBe("unrecorded");
+    expect(handler).not.toHaveBeenCalled();
+  });
+
   it("never gives up a completion for statement timeouts: the handler's success is recorded", async () => {
     handlers.register("t", async () => "done");
     store.completeTimeouts = 8;
