@@ -139,6 +139,7 @@ interface RetryBounds {
   maxTimeouts?: number;
   maxRetries?: number;
 }
+const UNBOUNDED: RetryBounds = {};
 
 const STOPPED = workerStoppingFailure(
   "the worker stopped before the attempt finished (its drain timeout passed)",
@@ -464,7 +465,11 @@ export class Executor {
    * failure: an async function around every call was about 0.4 KB of garbage
    * per call, two calls per task (bench/RESULTS.md, session 36).
    */
-  private durably<T>(what: string, call: () => Promise<T>, bounds: RetryBounds = {}): Promise<T> {
+  private durably<T>(
+    what: string,
+    call: () => Promise<T>,
+    bounds: RetryBounds = UNBOUNDED,
+  ): Promise<T> {
     let first: Promise<T>;
     try {
       first = call();
