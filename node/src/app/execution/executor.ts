@@ -39,7 +39,6 @@
  */
 
 import { setMaxListeners } from "node:events";
-import { ChronofenceError, ErrorCode, STATEMENT_TIMEOUT } from "../../domain/errors.js";
 import {
   classifyFailure,
   type FailureInfo,
@@ -59,6 +58,13 @@ import type {
 import type { Handler, HandlerRegistry } from "../../ports/handler.js";
 import type { WorkerMetrics } from "../../ports/worker-metrics.js";
 import { AttemptAbort, AttemptContext, abortAtTimeout } from "./attempt-abort.js";
+import {
+  Abandoned,
+  DurableCalls,
+  isRefusedValue,
+  type RetryBounds,
+  Unrecorded,
+} from "./durable-calls.js";
 import type { ExecutionService } from "./execution-service.js";
 import { resultJsonOf } from "./handler-result.js";
 import { type HeartbeatDeps, type HeartbeatOptions, LeaseKeeper, sleep } from "./lease-keeper.js";
@@ -118,9 +124,6 @@ export type ExecutionReport =
 /** What an attempt that went past its start came to. */
 type FinalReport = Exclude<ExecutionReport, "not_due">;
 
-class Abandoned extends Error {}
-class Unrecorded extends Error {}
-
 const DEFAULT_START_MAX_RETRIES = 30;
 const DEFAULT_LEASE_MARGIN_MS = 2000;
 const DEFAULT_UNKNOWN_TYPE = { retryMs: 30_000, deadAfterMs: 3_600_000 };
@@ -133,13 +136,6 @@ const DEFAULT_UNKNOWN_TYPE = { retryMs: 30_000, deadAfterMs: 3_600_000 };
  * would let the lease expire, and a handler that succeeded run again.
  */
 const MAX_START_TIMEOUTS = 5;
-
-/** How long durably() keeps asking (unbounded where absent). */
-interface RetryBounds {
-  maxTimeouts?: number;
-  maxRetries?: number;
-}
-const UNBOUNDED: RetryBounds = {};
 
 const STOPPED = workerStoppingFailure(
   "the worker stopped before the attempt finished (its drain timeout passed)",
@@ -154,6 +150,8 @@ export class Executor {
   private readonly heartbeats: HeartbeatDeps;
   private readonly heartbeatOptions: HeartbeatOptions;
   private readonly startBounds: RetryBounds;
+  /** The store's calls, repeated while Postgres is away (durable-calls.ts). */
+  private readonly durable: DurableCalls;
 
   constructor(
     private readonly deps: ExecutorDeps,
@@ -170,6 +168,12 @@ export class Executor {
     );
     this.heartbeats = { executions: deps.executions, clock: deps.clock, onError: deps.onError };
     this.heartbeatOptions = { ...options, leaseMarginMs: this.leaseMarginMs };
+    this.durable = new DurableCalls({
+      retryMs: options.dependencyRetryMs,
+      stopping: this.stopping.signal,
+      metrics: deps.metrics,
+      onError: deps.onError,
+    });
     this.startBounds = {
       maxTimeouts: MAX_START_TIMEOUTS,
       maxRetries: options.startMaxRetries ?? DEFAULT_START_MAX_RETRIES,
@@ -273,7 +277,7 @@ export class Executor {
       sentMonoMs = this.deps.clock.monotonicMs();
       return this.deps.executions.start(ref, workerId, leaseMs, nowMs);
     };
-    return this.durably("start", tryStart, this.startBounds).then(
+    return this.durable.call("start", tryStart, this.startBounds).then(
       (start) => ({ start, nowMs, sentMonoMs }),
       (error: unknown) => {
         if (error instanceof Unrecorded) this.deps.metrics.outcome(type, "start_given_up");
@@ -301,16 +305,16 @@ export class Executor {
     if (this.stopping.signal.aborted && run.kind === "failed" && run.byStop) {
       // Not the task's fault: it runs again at once, on another worker, without
       // waiting for the lease. If Postgres is down, Abandoned: the lease it is.
-      const interrupted = await this.durably("interrupt", () =>
+      const interrupted = await this.durable.call("interrupt", () =>
         this.deps.executions.interrupt(ref, STOPPED, nowMs),
       );
       return this.afterFailure(envelope.type, interrupted, "interrupted");
     }
     let failure: FailureInfo;
     if (run.kind === "succeeded") {
-      const done: CompleteOutcome | Error = await this.durably("complete", () =>
-        this.deps.executions.complete(ref, run.resultJson, nowMs),
-      ).catch((error: Error) => error);
+      const done: CompleteOutcome | Error = await this.durable
+        .call("complete", () => this.deps.executions.complete(ref, run.resultJson, nowMs))
+        .catch((error: Error) => error);
       if (!(done instanceof Error)) {
         if (done.kind !== "completed") return this.stale(envelope.type, "complete");
         this.deps.metrics.outcome(envelope.type, "completed");
@@ -325,7 +329,9 @@ export class Executor {
     } else {
       failure = run.failure;
     }
-    const failed = await this.durably("fail", () => this.deps.executions.fail(ref, failure, nowMs));
+    const failed = await this.durable.call("fail", () =>
+      this.deps.executions.fail(ref, failure, nowMs),
+    );
     return this.afterFailure(envelope.type, failed, "retrying");
   }
 
@@ -339,7 +345,7 @@ export class Executor {
     const { retryMs, deadAfterMs } = this.options.unknownType ?? DEFAULT_UNKNOWN_TYPE;
     this.deps.metrics.noHandler(envelope.type);
     const failure = { ...unknownTypeFailure(envelope.type), retryable: true };
-    const outcome = await this.durably("hand back", () => {
+    const outcome = await this.durable.call("hand back", () => {
       const nowMs = this.deps.clock.nowMs();
       return this.deps.executions.handBack(ref, failure, nowMs, {
         retryAtMs: nowMs + retryMs,
@@ -452,66 +458,4 @@ export class Executor {
       this.deps.metrics.ran(envelope.type, this.deps.clock.monotonicMs() - startedMs);
     }
   }
-
-  /**
-   * Repeats a store call while Postgres is unavailable; gives up when the
-   * worker stops (Abandoned). A permanent error ends the message
-   * (Unrecorded): the reconciler recovers the task (re-arm or lease expiry).
-   * So does a statement cancelled at its timeout `maxTimeouts` times in a row
-   * (Postgres is up, and this statement too slow or blocked), and a call
-   * still failing after `maxRetries` retries.
-   *
-   * The first try is the call's own promise, the loop only begins after a
-   * failure: an async function around every call was about 0.4 KB of garbage
-   * per call, two calls per task (bench/RESULTS.md, session 36).
-   */
-  private durably<T>(
-    what: string,
-    call: () => Promise<T>,
-    bounds: RetryBounds = UNBOUNDED,
-  ): Promise<T> {
-    let first: Promise<T>;
-    try {
-      first = call();
-    } catch (error) {
-      first = Promise.reject(error); // a call that throws at once fails as one that rejects
-    }
-    return first.catch((error: unknown) => this.retryDurably(what, call, bounds, error));
-  }
-
-  private async retryDurably<T>(
-    what: string,
-    call: () => Promise<T>,
-    bounds: RetryBounds,
-    firstError: unknown,
-  ): Promise<T> {
-    const maxTimeouts = bounds.maxTimeouts ?? Number.POSITIVE_INFINITY;
-    const maxRetries = bounds.maxRetries ?? Number.POSITIVE_INFINITY;
-    let waitMs = this.options.dependencyRetryMs;
-    let timeouts = 0;
-    let failure = firstError;
-    for (let retries = 0; ; retries++) {
-      const error = failure;
-      const unavailable = error instanceof ChronofenceError && error.code === ErrorCode.Unavailable;
-      timeouts = unavailable && error.details?.reason === STATEMENT_TIMEOUT ? timeouts + 1 : 0;
-      const transient = unavailable && timeouts < maxTimeouts && retries < maxRetries;
-      if (!transient) {
-        if (!isRefusedValue(error)) this.deps.onError(error, what);
-        throw new Unrecorded(what, { cause: error });
-      }
-      this.deps.metrics.dependencyRetry(`postgres_${what}`);
-      if (this.stopping.signal.aborted) throw new Abandoned();
-      await sleep(waitMs, this.stopping.signal);
-      waitMs = Math.min(waitMs * 2, 2000);
-      try {
-        return await call();
-      } catch (next) {
-        failure = next;
-      }
-    }
-  }
 }
-
-/** Postgres refused a value the call carried (e.g. a NUL character in a jsonb result). */
-const isRefusedValue = (error: unknown): boolean =>
-  error instanceof ChronofenceError && error.code === ErrorCode.Unprocessable;
