@@ -10,8 +10,10 @@
  * Every connection error is reported to the role's log rather than thrown.
  */
 import { KafkaPublisher } from "../adapters/kafka/kafka-publisher.js";
-import { KafkaTaskConsumer } from "../adapters/kafka/kafka-task-consumer.js";
-import { PlatformaticTaskConsumer } from "../adapters/kafka/platformatic-task-consumer.js";
+import {
+  KafkaTaskConsumer,
+  type TaskConsumerOptions,
+} from "../adapters/kafka/kafka-task-consumer.js";
 import { createPgPool, type PgPool } from "../adapters/pg/pool.js";
 import { RedisDispatchHotTier } from "../adapters/redis/dispatch-hot-tier.js";
 import { createRedis, RedisHotTier } from "../adapters/redis/hot-tier.js";
@@ -19,7 +21,7 @@ import type { Config } from "../config/config.js";
 import type { CancelNotifier } from "../ports/cancel-notifier.js";
 import type { DispatchHotTier } from "../ports/dispatch-hot-tier.js";
 import type { HotTier } from "../ports/hot-tier.js";
-import type { Transport } from "../ports/transport.js";
+import type { QueueConsumer, Transport } from "../ports/transport.js";
 
 export type RoleErrorHandler = (error: unknown, what: string) => void;
 
@@ -165,8 +167,8 @@ export function kafkaTransport(config: Config): Transport {
         replicationFactor: config.kafkaReplicationFactor,
         onError,
       }),
-    consumer: (options) =>
-      new (config.kafkaConsumer === "platformatic" ? PlatformaticTaskConsumer : KafkaTaskConsumer)({
+    consumer: (options) => {
+      const consumerOptions: TaskConsumerOptions = {
         brokers,
         clientId: options.clientId,
         topicPrefix: config.topicPrefix,
@@ -178,6 +180,26 @@ export function kafkaTransport(config: Config): Transport {
         sessionTimeoutMs: config.workerSessionTimeoutMs,
         onError: options.onError,
         ...(options.onRunning && { onRunning: options.onRunning }),
-      }),
+      };
+      return config.kafkaConsumer === "platformatic"
+        ? platformaticConsumer(consumerOptions)
+        : new KafkaTaskConsumer(consumerOptions);
+    },
+  };
+}
+
+/**
+ * The @platformatic/kafka consumer, loaded only when chosen: the package took
+ * about 0.7 s to import (its option schemas are compiled as it loads), which
+ * every process that starts a role paid while nearly all run kafkajs.
+ */
+function platformaticConsumer(options: TaskConsumerOptions): QueueConsumer {
+  const consumer = import("../adapters/kafka/platformatic-task-consumer.js").then(
+    ({ PlatformaticTaskConsumer }) => new PlatformaticTaskConsumer(options),
+  );
+  consumer.catch(() => undefined); // a failed import is start()'s error, not an unhandled rejection
+  return {
+    start: async (handle) => (await consumer).start(handle),
+    stop: async () => (await consumer).stop(),
   };
 }

@@ -21,7 +21,8 @@ export async function bundleChild(
     input: path.join(here, `${name}.ts`),
     platform: "node",
     external: (id) => !id.startsWith(".") && !path.isAbsolute(id),
-    output: { file, format: "esm" },
+    // One file: the roles load some adapters on demand (a dynamic import), which must stay in it.
+    output: { file, format: "esm", codeSplitting: false },
     logLevel: "silent",
   });
   return { file, cleanup: () => rm(dir, { recursive: true, force: true }) };
